@@ -1,0 +1,3 @@
+"""Retrieval, answering, citation checks, snippet validation, evaluation, API and CLI."""
+
+__all__: list[str] = []

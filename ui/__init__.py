@@ -1,0 +1,3 @@
+"""The Gradio app."""
+
+__all__: list[str] = []
