@@ -15,9 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ALLOWED_ENDPOINTS",
+    "FUNCTIONAL_RELATIONS",
+    "SITUATION_TYPES",
+    "SOLUTION_TYPES",
     "SCHEMA_VERSION",
     "Entity",
     "Evidence",
+    "Extraction",
     "NodeType",
     "Relation",
     "RelationType",
@@ -115,6 +119,10 @@ ALLOWED_ENDPOINTS: dict[RelationType, tuple[frozenset[NodeType], frozenset[NodeT
 }
 
 
+#: Relations a subject has one value of: two sources giving different targets disagree.
+FUNCTIONAL_RELATIONS = frozenset({RelationType.DEFAULT_MODE})
+
+
 def relation_allowed(relation: RelationType, source: NodeType, target: NodeType) -> bool:
     """Whether the schema allows `source -relation-> target`.
 
@@ -194,6 +202,7 @@ class Relation(BaseModel):
     strength: str | None = Field(default=None, description="ranking operator: '>>', '>' or '>='")
     stars: int | None = Field(default=None, ge=0, le=10, description="★ count (RATED)")
     value: str | None = Field(default=None, description="the stated value: a table cell, a scale")
+    qualifier: str | None = Field(default=None, description="a version the claim is limited to")
 
     @property
     def key(self) -> str:
@@ -202,4 +211,18 @@ class Relation(BaseModel):
         >>> Relation(source="a", relation=RelationType.RANKS_ABOVE, target="b", criterion="c").key
         'RANKS_ABOVE@c'
         """
-        return f"{self.relation.value}@{self.criterion}" if self.criterion else self.relation.value
+        key = self.relation.value
+        if self.criterion:
+            key += f"@{self.criterion}"
+        if self.qualifier:
+            key += f"#{self.qualifier}"
+        return key
+
+
+class Extraction(BaseModel):
+    """What one document yields: its entities and relations, every one with evidence in it."""
+
+    doc: str
+    doc_hash: str
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)

@@ -120,6 +120,9 @@ class EvidenceBundle(BaseModel):
     language: Language
     kind: QuestionKind
     linked: list[str] = Field(default_factory=list, description="entity ids found in the question")
+    situations: dict[str, float] = Field(
+        default_factory=dict, description="situation node id -> how well the question matches it"
+    )
     paths: list[GraphPath] = Field(default_factory=list)
     chunks: list[RetrievedChunk] = Field(default_factory=list)
 

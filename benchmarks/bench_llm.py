@@ -1,0 +1,81 @@
+"""Time to first token and tokens/s of the local LLM servers, one request and N concurrent.
+
+Starts each engine itself on a free port (llama.cpp; vLLM's CPU build where installed), sends the
+same chat through `qa.llm.ChatModel.stream`, and prints one line per engine and concurrency.
+Tokens are counted as streamed content pieces (one per token on both servers).
+
+    python benchmarks/bench_llm.py [--engines llamacpp vllm] [--concurrency 8] [--max-tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from qa.llm import ChatModel, LLMKind, LLMSettings, find_vllm_python, serve
+from qa.llm.prepare import DEFAULT_MODEL
+
+PROMPT = [
+    {"role": "system", "content": "You are a concise assistant for choosing ML frameworks."},
+    {"role": "user", "content": "Compare PyTorch and JAX for research in about 60 words."},
+]
+
+
+def one_request(chat: ChatModel, max_tokens: int) -> tuple[float, int, float]:
+    """(seconds to first token, tokens, total seconds) of one streamed request."""
+    t0 = time.monotonic()
+    first = 0.0
+    tokens = 0
+    for _piece in chat.stream(PROMPT, max_tokens=max_tokens):
+        if tokens == 0:
+            first = time.monotonic() - t0
+        tokens += 1
+    return first, tokens, time.monotonic() - t0
+
+
+def bench(chat: ChatModel, concurrency: int, max_tokens: int) -> str:
+    """Run ``concurrency`` requests at once; a summary line."""
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(concurrency) as pool:
+        runs = list(pool.map(lambda _: one_request(chat, max_tokens), range(concurrency)))
+    wall = time.monotonic() - t0
+    ttft = statistics.median(r[0] for r in runs)
+    per_request = statistics.median(r[1] / max(r[2] - r[0], 1e-9) for r in runs)
+    total = sum(r[1] for r in runs) / wall
+    return (
+        f"concurrency {concurrency}: TTFT median {ttft:.2f}s, {per_request:.1f} tok/s per request, "
+        f"{total:.1f} tok/s total ({sum(r[1] for r in runs)} tokens in {wall:.1f}s)"
+    )
+
+
+def main() -> None:
+    """Benchmark each requested engine."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--engines", nargs="+", default=["llamacpp", "vllm"])
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    args = parser.parse_args()
+    for engine in args.engines:
+        if engine == "vllm" and find_vllm_python() is None:
+            print("vllm: not installed (scripts/setup_vllm_env.sh); skipped")
+            continue
+        with serve(engine, args.model, port=0) as handle:
+            print(f"{engine}: {handle.model} up in {handle.startup_s:.1f}s", flush=True)
+            settings = LLMSettings(
+                base_url=handle.base_url,
+                model=handle.model,
+                kind=LLMKind(engine),
+                max_concurrency=args.concurrency,
+                timeout_s=600,
+            )
+            with ChatModel(settings) as chat:
+                one_request(chat, 8)  # warm-up
+                for n in (1, args.concurrency):
+                    print(f"{engine}: {bench(chat, n, args.max_tokens)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""The alias lexicon: canonical names with Chinese and English surface forms, kept as data.
+
+The default vocabulary is `kg/data/lexicon.json` (domain knowledge about deep-learning tooling, not
+about any article). Users extend it with files in the same format. Two parts:
+
+- `entities`: nameable things with a node type (`英伟达显卡` and `NVIDIA GPU` name one node);
+- `terms`: a zh/en thesaurus (`复现` = `reproduce`) used to match questions to situations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kg.errors import StoreError
+from kg.schema import NodeType, entity_id, normalize_name
+
+__all__ = ["Lexicon", "LexiconEntry", "LexiconFile", "Mention", "surface_pattern"]
+
+
+class LexiconEntry(BaseModel):
+    """One canonical entity and its surface forms."""
+
+    type: NodeType
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        """The node id this entry canonicalises to."""
+        return entity_id(self.type, self.name)
+
+    @property
+    def surfaces(self) -> list[str]:
+        """The name and every alias."""
+        return [self.name, *self.aliases]
+
+
+class LexiconFile(BaseModel):
+    """The on-disk format of a lexicon file."""
+
+    version: int = 1
+    about: str = ""
+    entities: list[LexiconEntry] = Field(default_factory=list)
+    terms: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class Mention(BaseModel):
+    """A surface form found in a text, resolved to a lexicon entry (or a term key)."""
+
+    start: int
+    end: int
+    surface: str
+    key: str = Field(description="entity id, or term key for term mentions")
+
+
+def surface_pattern(surface: str) -> str:
+    """A regex for a surface form: spacing-tolerant, word-bounded on Latin ends, case-insensitive.
+
+    >>> bool(re.search(surface_pattern("tensor flow"), "Use TensorFlow now", re.I))
+    True
+    >>> bool(re.search(surface_pattern("TF"), "TFLite", re.I))
+    False
+    """
+    parts = [re.escape(p) for p in re.split(r"\s+", surface.strip()) if p]
+    body = r"\s*".join(parts)
+    if re.match(r"[A-Za-z0-9]", surface):
+        body = r"(?<![A-Za-z0-9_])" + body
+    if re.search(r"[A-Za-z0-9]$", surface):
+        body += r"(?![A-Za-z0-9_])"
+    return body
+
+
+class Lexicon:
+    """Surface-form lookup and mention finding over entities and terms."""
+
+    def __init__(self, files: Iterable[LexiconFile]) -> None:
+        self.entries: dict[str, LexiconEntry] = {}
+        self.terms: dict[str, list[str]] = {}
+        for file in files:
+            for entry in file.entities:
+                self._add_entry(entry)
+            for key, surfaces in file.terms.items():
+                self.terms.setdefault(key, [])
+                self.terms[key].extend(s for s in surfaces if s not in self.terms[key])
+        self._by_surface: dict[str, LexiconEntry] = {}
+        for entry in self.entries.values():
+            for surface in entry.surfaces:
+                self._by_surface.setdefault(normalize_name(surface), entry)
+
+    def _add_entry(self, entry: LexiconEntry) -> None:
+        known = self.entries.get(entry.id)
+        if known is None:
+            self.entries[entry.id] = entry.model_copy(deep=True)
+        else:
+            known.aliases.extend(a for a in entry.aliases if a not in known.aliases)
+
+    @classmethod
+    def default(cls, extra: Iterable[Path] = ()) -> Lexicon:
+        """The bundled vocabulary, extended by the user's files (later files add aliases)."""
+        text = resources.files("kg").joinpath("data/lexicon.json").read_text(encoding="utf-8")
+        files = [LexiconFile.model_validate_json(text)]
+        for path in extra:
+            try:
+                files.append(LexiconFile.model_validate(json.loads(path.read_text("utf-8"))))
+            except (OSError, ValueError) as err:
+                raise StoreError(
+                    f"lexicon file {path} is unreadable ({err}); fix it or drop --lexicon"
+                ) from err
+        return cls(files)
+
+    def lookup(self, surface: str) -> LexiconEntry | None:
+        """The entry a surface form names, ignoring case, spacing and dashes.
+
+        >>> Lexicon.default().lookup("英伟达显卡").name
+        'NVIDIA GPU'
+        """
+        return self._by_surface.get(normalize_name(surface))
+
+    @cached_property
+    def _entity_regex(self) -> re.Pattern[str]:
+        surfaces = sorted(
+            {s for e in self.entries.values() for s in e.surfaces if len(normalize_name(s)) > 1},
+            key=len,
+            reverse=True,
+        )
+        return re.compile("|".join(surface_pattern(s) for s in surfaces), re.IGNORECASE)
+
+    @cached_property
+    def _term_regex(self) -> tuple[re.Pattern[str], dict[str, list[str]]]:
+        by_surface: dict[str, list[str]] = {}
+        for key, surfaces in self.terms.items():
+            for surface in surfaces:
+                by_surface.setdefault(normalize_name(surface), []).append(key)
+        ordered = sorted({s for ss in self.terms.values() for s in ss}, key=len, reverse=True)
+        pattern = re.compile("|".join(surface_pattern(s) for s in ordered), re.IGNORECASE)
+        return pattern, by_surface
+
+    def entity_mentions(self, text: str) -> list[Mention]:
+        """Non-overlapping entity mentions, longest surface first at each position.
+
+        >>> [m.key for m in Lexicon.default().entity_mentions("PyTorch 导出 ONNX 到 TensorRT")]
+        ['framework:pytorch', 'format:onnx', 'inference-engine:tensorrt']
+        """
+        mentions = []
+        for match in self._entity_regex.finditer(text):
+            entry = self.lookup(match.group(0))
+            if entry is not None:
+                mentions.append(
+                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=entry.id)
+                )
+        return mentions
+
+    def term_keys(self, text: str) -> set[str]:
+        """Thesaurus keys mentioned in a text.
+
+        >>> sorted(Lexicon.default().term_keys("复现论文"))
+        ['reproduce', 'research']
+        """
+        pattern, by_surface = self._term_regex
+        keys: set[str] = set()
+        for match in pattern.finditer(text):
+            keys.update(by_surface.get(normalize_name(match.group(0)), []))
+        return keys
+
+    def all_surfaces(self) -> list[str]:
+        """Every entity surface form (for word segmentation dictionaries)."""
+        return sorted({s for e in self.entries.values() for s in e.surfaces})

@@ -1,0 +1,261 @@
+"""The on-disk store: one directory, versioned, written atomically by generations.
+
+Layout::
+
+    STORE/
+      CURRENT                 name of the live generation (replaced atomically, last)
+      gen-000007/
+        manifest.json         schema version, embedder id, lexicon hash, per-document hashes
+        graph.json            node-link graph (nodes also carry their evidence)
+        lexical.json          the lexical index state
+        docs/<key>.json       per document: text, extraction, chunks, snippets
+        docs/<key>.npy        per document: chunk embeddings (rows follow the chunks)
+
+A writer builds a complete new generation (hard-linking unchanged per-document files from the
+live one), then switches CURRENT with an atomic rename. Killing it at any moment leaves the previous
+generation live and loadable. Only this module opens store files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from kg.documents import Chunk, Document, Snippet
+from kg.errors import StoreError
+from kg.graph import KnowledgeGraph
+from kg.schema import SCHEMA_VERSION, Extraction
+
+__all__ = [
+    "DocRecord",
+    "DocumentEntry",
+    "Manifest",
+    "Store",
+    "StoreWriter",
+    "atomic_write_bytes",
+    "atomic_write_text",
+]
+
+
+class DocumentEntry(BaseModel):
+    """What the manifest records of one document."""
+
+    id: str
+    hash: str
+    key: str = Field(description="file stem under docs/")
+    source: str = Field(description="path the document was read from")
+    chunks: int = 0
+    entities: int = 0
+    relations: int = 0
+    lexicon_hash: str = ""
+
+
+class Manifest(BaseModel):
+    """The store's table of contents; load refuses other schema versions."""
+
+    schema_version: int = SCHEMA_VERSION
+    generation: int = 0
+    embedder: str = Field(description="id of the embedder that made the vectors")
+    embedder_spec: str = Field(default="e5", description="how to rebuild it: e5 | st:<dir>")
+    lexicon_hash: str
+    documents: dict[str, DocumentEntry] = Field(default_factory=dict)
+
+
+class DocRecord(BaseModel):
+    """Everything derived from one document, except its embeddings."""
+
+    document: Document
+    extraction: Extraction
+    chunks: list[Chunk] = Field(default_factory=list)
+    snippets: list[Snippet] = Field(default_factory=list)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file so that readers see the old or the new content, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def doc_key(doc_id: str) -> str:
+    """A file-system-safe, stable file stem for a document id.
+
+    >>> doc_key("sub/dir/文章.md").startswith("sub_dir_文章.md-")
+    True
+    """
+    digest = hashlib.sha256(doc_id.encode("utf-8")).hexdigest()[:6]
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in doc_id)[-80:]
+    return f"{safe}-{digest}"
+
+
+class Store:
+    """Read access to the live generation of a store directory."""
+
+    def __init__(self, root: Path, generation_dir: Path, manifest: Manifest) -> None:
+        self.root = root
+        self.dir = generation_dir
+        self.manifest = manifest
+        self._graph: KnowledgeGraph | None = None
+
+    @staticmethod
+    def exists(root: Path) -> bool:
+        """Whether `root` holds a live generation."""
+        return (root / "CURRENT").is_file()
+
+    @classmethod
+    def open(cls, root: Path, *, embedder: str | None = None) -> Store:
+        """Open the live generation; refuse other schema versions (or another embedder)."""
+        current = root / "CURRENT"
+        if not current.is_file():
+            raise StoreError(f"no store at {root}: run `kgqa ingest --store {root}` first")
+        gen_dir = root / current.read_text("utf-8").strip()
+        try:
+            raw = json.loads((gen_dir / "manifest.json").read_text("utf-8"))
+        except (OSError, ValueError) as err:
+            raise StoreError(
+                f"store {root} is unreadable ({err}): run `kgqa ingest --store {root}` to rebuild"
+            ) from err
+        if raw.get("schema_version") != SCHEMA_VERSION:
+            raise StoreError(
+                f"store {root} has schema version {raw.get('schema_version')}, this kgqa reads "
+                f"{SCHEMA_VERSION}: run `kgqa ingest --store {root}` to rebuild it"
+            )
+        try:
+            manifest = Manifest.model_validate(raw)
+        except ValidationError as err:
+            raise StoreError(f"store {root} has a broken manifest: rebuild with kgqa ingest") from err
+        if embedder is not None and manifest.embedder != embedder:
+            raise StoreError(
+                f"store {root} was embedded with {manifest.embedder}, not {embedder}: run "
+                f"`kgqa ingest --store {root} --embedder {embedder}` to rebuild, or use its embedder"
+            )
+        return cls(root, gen_dir, manifest)
+
+    def _json(self, name: str) -> Any:
+        try:
+            return json.loads((self.dir / name).read_text("utf-8"))
+        except (OSError, ValueError) as err:
+            raise StoreError(f"{self.dir / name} is unreadable ({err}): rerun kgqa ingest") from err
+
+    def graph(self) -> KnowledgeGraph:
+        """The merged graph of every document."""
+        if self._graph is None:
+            self._graph = KnowledgeGraph.from_node_link(self._json("graph.json"))
+        return self._graph
+
+    def lexical_state(self) -> dict[str, Any]:
+        """The lexical index state as the index module wrote it."""
+        state: dict[str, Any] = self._json("lexical.json")
+        return state
+
+    def doc_record(self, doc_id: str) -> DocRecord:
+        """Everything stored for one document."""
+        entry = self.manifest.documents[doc_id]
+        path = self.dir / "docs" / f"{entry.key}.json"
+        try:
+            return DocRecord.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError) as err:
+            raise StoreError(f"{path} is unreadable ({err}): rerun kgqa ingest") from err
+
+    def records(self) -> Iterator[DocRecord]:
+        """Every document's record, in id order."""
+        for doc_id in sorted(self.manifest.documents):
+            yield self.doc_record(doc_id)
+
+    def doc_vectors(self, doc_id: str) -> np.ndarray:
+        """The chunk embeddings of one document (rows follow its chunks)."""
+        entry = self.manifest.documents[doc_id]
+        path = self.dir / "docs" / f"{entry.key}.npy"
+        try:
+            vectors: np.ndarray = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise StoreError(f"{path} is unreadable ({err}): rerun kgqa ingest") from err
+        return vectors
+
+
+class StoreWriter:
+    """Builds the next generation; `commit()` makes it live, anything else leaves it unseen."""
+
+    def __init__(self, root: Path, manifest: Manifest, previous: Store | None) -> None:
+        self.root = root
+        self.previous = previous
+        self.manifest = manifest
+        self.manifest.generation = (previous.manifest.generation + 1) if previous else 1
+        self.manifest.documents = {}
+        root.mkdir(parents=True, exist_ok=True)
+        self.dir = root / f"gen-{self.manifest.generation:06d}"
+        if self.dir.exists():  # left by a killed writer: never live, safe to drop
+            shutil.rmtree(self.dir)
+        (self.dir / "docs").mkdir(parents=True)
+
+    def put_document(self, entry: DocumentEntry, record: DocRecord, vectors: np.ndarray) -> None:
+        """Write a new or changed document's files."""
+        docs = self.dir / "docs"
+        atomic_write_text(docs / f"{entry.key}.json", record.model_dump_json())
+        with tempfile.NamedTemporaryFile(dir=docs, suffix=".npy", delete=False) as handle:
+            np.save(handle, vectors.astype(np.float32), allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, docs / f"{entry.key}.npy")
+        self.manifest.documents[entry.id] = entry
+
+    def keep_document(self, entry: DocumentEntry) -> None:
+        """Carry an unchanged document over from the live generation (hard link, no copy)."""
+        if self.previous is None:
+            raise StoreError("keep_document needs a previous generation")
+        for suffix in (".json", ".npy"):
+            src = self.previous.dir / "docs" / f"{entry.key}{suffix}"
+            dst = self.dir / "docs" / f"{entry.key}{suffix}"
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+        self.manifest.documents[entry.id] = entry
+
+    def put_json(self, name: str, data: Any) -> None:
+        """Write graph.json, lexical.json, ..."""
+        atomic_write_text(self.dir / name, json.dumps(data, ensure_ascii=False))
+
+    def commit(self) -> Store:
+        """Write the manifest, switch CURRENT, and remove generations no longer live."""
+        atomic_write_text(self.dir / "manifest.json", self.manifest.model_dump_json(indent=1))
+        _fsync_dir(self.dir / "docs")
+        atomic_write_text(self.root / "CURRENT", self.dir.name + "\n")
+        for old in self.root.glob("gen-*"):
+            if old != self.dir and old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+        return Store(self.root, self.dir, self.manifest)

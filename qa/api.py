@@ -1,0 +1,217 @@
+"""The Python API: `Assistant.open(store).ask(question) -> Answer`.
+
+    >>> from qa import Assistant                                     # doctest: +SKIP
+    >>> assistant = Assistant.open(".store")                         # doctest: +SKIP
+    >>> answer = assistant.ask("我是零基础，先学哪个框架？")           # doctest: +SKIP
+    >>> answer.recommendations[0].name                               # doctest: +SKIP
+    'PyTorch'
+
+An `Assistant` is read-only after `open` and safe to call from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from ingest.embed import Embedder, make_embedder
+from ingest.lexical import LexicalIndex
+from ingest.vector import DenseIndex
+from kg.documents import Snippet, SnippetStatus
+from kg.errors import QuestionError
+from kg.graph import GraphStats
+from kg.lexicon import Lexicon
+from kg.store import Store
+from qa.compose import GraphComposer, find_conflicts
+from qa.retrieve import Retriever
+from qa.schema import Answer, EvidenceBundle, SnippetReport
+from qa.understand import Question, QuestionReader
+from qa.verify import CitationVerifier
+
+__all__ = ["AnswerEvent", "Assistant", "LLMAnswerer", "StoreStatus"]
+
+_SNIPPET_WORDS = ("代码", "示例", "命令", "怎么写", "example", "code", "snippet", "command", "how do i")
+
+
+class StoreStatus(BaseModel):
+    """What the UI status line shows."""
+
+    store: str
+    documents: int
+    stats: GraphStats
+    embedder: str
+    backend: str
+
+
+class AnswerEvent(BaseModel):
+    """A step of a streamed answer: the graph answer, LLM text deltas, then the final answer."""
+
+    kind: Literal["graph", "delta", "final"]
+    text: str = ""
+    answer: Answer | None = None
+
+
+class LLMAnswerer:
+    """The seam an LLM answerer implements (see `qa.llm`): it may fail; the graph answer stands."""
+
+    name: str = "llm"
+
+    def answer(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Answer:
+        """An answer built from the bundle, or raise `kg.errors.LLMError`."""
+        raise NotImplementedError
+
+    def stream(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Iterator[str | Answer]:
+        """Text deltas, then the final Answer; raise `kg.errors.LLMError` on failure."""
+        yield self.answer(question, bundle, draft)
+
+
+class Assistant:
+    """Answers questions from one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        lexicon: Lexicon,
+        *,
+        embedder: Callable[[], Embedder] | None = None,
+        llm: LLMAnswerer | None = None,
+    ) -> None:
+        self.store = store
+        self.graph = store.graph()
+        self.lexicon = lexicon
+        records = list(store.records())
+        self.documents = {r.document.id: r.document.text for r in records}
+        self.snippets: list[Snippet] = [s for r in records for s in r.snippets]
+        chunks = [c for r in records for c in r.chunks]
+        vectors = [store.doc_vectors(r.document.id) for r in records]
+        dense = None
+        if chunks:
+            matrix = np.concatenate([v for v in vectors if len(v)], axis=0).astype(np.float32)
+            dense = DenseIndex([c.id for c in chunks], matrix, store.manifest.embedder)
+        lexical = LexicalIndex.from_state(store.lexical_state())
+        self.reader = QuestionReader(self.graph, lexicon)
+        self.retriever = Retriever(self.graph, lexicon, chunks, lexical, dense, embedder)
+        self.composer = GraphComposer(self.graph, find_conflicts(self.graph))
+        self.verifier = CitationVerifier(self.graph, self.documents)
+        self.llm = llm
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        store: str | Path,
+        *,
+        lexicon_files: tuple[Path, ...] = (),
+        dense: bool = True,
+        llm: LLMAnswerer | None = None,
+    ) -> Assistant:
+        """Open a store built by `kgqa ingest`. `dense=False` skips the embedding model."""
+        opened = Store.open(Path(store))
+        spec = opened.manifest.embedder_spec
+        factory = (lambda: make_embedder(spec)) if dense else None
+        return cls(opened, Lexicon.default(lexicon_files), embedder=factory, llm=llm)
+
+    # -- asking -------------------------------------------------------------------------------
+    def understand(self, question: str) -> Question:
+        """Validate and link a question (raises `QuestionError`)."""
+        return self.reader.read(question)
+
+    def graph_answer(self, question: Question) -> tuple[Answer, EvidenceBundle]:
+        """The graph composer's verified answer and the evidence it used."""
+        bundle = self.retriever.retrieve(question)
+        draft = self.composer.compose(question, bundle)
+        draft = draft.model_copy(update={"snippets": self._snippets(question, bundle)})
+        verified, _result = self.verifier.verify(draft)
+        return verified, bundle
+
+    def ask(self, question: str, *, qid: str | None = None, use_llm: bool = True) -> Answer:
+        """One answer; never raises for bad questions (they get an explaining, abstaining answer)."""
+        final: Answer | None = None
+        for event in self.ask_stream(question, qid=qid, use_llm=use_llm):
+            if event.kind == "final":
+                final = event.answer
+        assert final is not None
+        return final
+
+    def ask_stream(
+        self, question: str, *, qid: str | None = None, use_llm: bool = True
+    ) -> Iterator[AnswerEvent]:
+        """The graph answer at once, then (with an LLM) text deltas, then the final answer."""
+        started = time.perf_counter()
+
+        def stamp(answer: Answer) -> Answer:
+            elapsed = (time.perf_counter() - started) * 1000
+            return answer.model_copy(update={"id": qid, "latency_ms": round(elapsed, 2)})
+
+        try:
+            parsed = self.understand(question)
+        except QuestionError as err:
+            text = question if isinstance(question, str) else ""
+            answer = Answer(question=text[:200], answer=str(err), abstained=True, notes=[f"rejected: {err}"])
+            yield AnswerEvent(kind="final", answer=stamp(answer))
+            return
+        graph_answer, bundle = self.graph_answer(parsed)
+        if self.llm is None or not use_llm or graph_answer.abstained:
+            yield AnswerEvent(kind="final", answer=stamp(graph_answer))
+            return
+        yield AnswerEvent(kind="graph", answer=stamp(graph_answer))
+        yield from self._llm_events(parsed, bundle, graph_answer, stamp)
+
+    def _llm_events(
+        self,
+        question: Question,
+        bundle: EvidenceBundle,
+        draft: Answer,
+        stamp: Callable[[Answer], Answer],
+    ) -> Iterator[AnswerEvent]:
+        from kg.errors import LLMError
+
+        assert self.llm is not None
+        try:
+            for item in self.llm.stream(question, bundle, draft):
+                if isinstance(item, str):
+                    yield AnswerEvent(kind="delta", text=item)
+                else:
+                    verified, result = self.verifier.verify(item)
+                    if not verified.citations and draft.citations:
+                        raise LLMError("the LLM answer kept no verifiable citation")
+                    yield AnswerEvent(kind="final", answer=stamp(verified))
+                    return
+            raise LLMError("the LLM stream ended without an answer")
+        except LLMError as err:
+            note = f"LLM unavailable, showing the graph answer: {err}"
+            fallback = draft.model_copy(update={"notes": [*draft.notes, note]})
+            yield AnswerEvent(kind="final", answer=stamp(fallback))
+
+    # -- pieces -------------------------------------------------------------------------------
+    def _snippets(self, question: Question, bundle: EvidenceBundle) -> list[SnippetReport]:
+        """Snippets inside the retrieved text, when the question asks for code or commands."""
+        text = question.text.casefold()
+        if not any(word in text for word in _SNIPPET_WORDS):
+            return []
+        spans = [(c.doc, c.start, c.end) for c in bundle.chunks[:3]]
+        reports = []
+        for snippet in self.snippets:
+            if any(doc == snippet.doc and s < snippet.end and snippet.start < e for doc, s, e in spans):
+                status = snippet.status if snippet.status != SnippetStatus.UNCHECKED else SnippetStatus.SKIPPED
+                detail = snippet.detail or "not validated yet: run `kgqa snippets check`"
+                reports.append(
+                    SnippetReport(language=snippet.language, code=snippet.code, status=status.value, detail=detail)
+                )
+        return reports[:2]
+
+    def status(self) -> StoreStatus:
+        """Store counts and the answering backend, for status lines."""
+        return StoreStatus(
+            store=str(self.store.root),
+            documents=len(self.documents),
+            stats=self.graph.stats(),
+            embedder=self.store.manifest.embedder,
+            backend=f"llm:{self.llm.name}" if self.llm else "graph",
+        )

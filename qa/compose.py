@@ -1,0 +1,279 @@
+"""The graph composer: a deterministic answerer that needs no LLM, always available, instant.
+
+It scores what the matched situations recommend (and what the question's constraints select),
+orders recommendations best first, backs each with the cited paths retrieval produced, reports
+disagreements between sources, and declines when the sources do not cover the question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ingest.lexical import tokenize
+from ingest.patterns import DEFAULT_CUE
+from ingest.structure import split_sentences
+from kg.graph import KnowledgeGraph
+from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
+from qa.render import AnswerText
+from qa.schema import (
+    Answer,
+    Citation,
+    Conflict,
+    EvidenceBundle,
+    GraphPath,
+    PathEdge,
+    QuestionKind,
+    Recommendation,
+)
+from qa.understand import Question
+
+__all__ = ["GraphComposer", "find_conflicts"]
+
+_STOPWORDS = frozenset(
+    "什么 哪个 哪些 怎么 如何 为什么 是否 可以 应该 需要 还是 有没有 多少 一个 这个 那个 文章 "
+    "the a an is are was were be to of in on for and or with what which how why does do did "
+    "i we you my our it this that should can could would about according".split()
+)
+_PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
+_MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
+_MAX_RECOMMENDATIONS = 4
+#: What a person picks: a question naming one of these is about something the graph covers.
+_CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
+
+
+def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
+    """Functional relations whose targets differ between documents (versions permitting).
+
+    Two claims conflict when they come from different documents, name different targets, and are
+    not limited to different versions ("TensorFlow 1.x" vs "TensorFlow 2.x" do not conflict).
+    """
+    claims: dict[tuple[str, str], list[tuple[str, str | None, PathEdge]]] = defaultdict(list)
+    for rel in graph.relations():
+        if rel.relation not in FUNCTIONAL_RELATIONS:
+            continue
+        for ev in rel.evidence:
+            edge = PathEdge(source=rel.source, relation=rel.relation.value, target=rel.target, evidence=[ev])
+            claims[(rel.source, rel.relation.value)].append((rel.target, rel.qualifier, edge))
+    conflicts = []
+    for (subject, relation), items in sorted(claims.items()):
+        disagreeing: dict[tuple[str, str], PathEdge] = {}
+        for target_a, version_a, edge_a in items:
+            for target_b, version_b, edge_b in items:
+                doc_a, doc_b = edge_a.evidence[0].doc, edge_b.evidence[0].doc
+                if target_a >= target_b or doc_a == doc_b:
+                    continue
+                if version_a and version_b and version_a != version_b:
+                    continue
+                disagreeing[(target_a, doc_a)] = edge_a
+                disagreeing[(target_b, doc_b)] = edge_b
+        if disagreeing:
+            conflicts.append(
+                Conflict(subject=subject, relation=relation, claims=list(disagreeing.values()))
+            )
+    return conflicts
+
+
+class GraphComposer:
+    """Answers from an evidence bundle with no LLM."""
+
+    def __init__(self, graph: KnowledgeGraph, conflicts: list[Conflict]) -> None:
+        self.graph = graph
+        self.conflicts = conflicts
+
+    # -- decisions ----------------------------------------------------------------------------
+    def abstain_reason(self, question: Question, bundle: EvidenceBundle) -> str | None:
+        """Why the sources cannot answer this question, or None if they can."""
+        linked_solutions = [
+            e for e in bundle.linked if self.graph.entity(e).type in _CHOOSABLE
+        ]
+        best_situation = max(bundle.situations.values(), default=0.0)
+        if not bundle.linked and best_situation < 0.5 and self.text_coverage(question, bundle) < 0.6:
+            return "no entity or situation in the question is covered by the sources"
+        if question.unknown_entities and not question.injection:
+            if not linked_solutions or question.kind != QuestionKind.CHOOSE:
+                return "the sources do not cover " + ", ".join(question.unknown_entities)
+        if _PRICE.search(question.text) and not any(
+            _MONEY.search(ev.quote) for p in bundle.paths for e in p.edges for ev in e.evidence
+        ):
+            return "the sources give no prices"
+        if question.injection and not linked_solutions and best_situation < 0.5:
+            return "the question asks for something other than what the sources cover"
+        return None
+
+    def candidates(self, question: Question, bundle: EvidenceBundle) -> dict[str, tuple[float, list[GraphPath]]]:
+        """Recommended entities with their scores and the paths that support them."""
+        contributions: dict[str, list[float]] = defaultdict(list)
+        penalty: dict[str, float] = defaultdict(float)
+        support: dict[str, list[GraphPath]] = defaultdict(list)
+        seeds = {**bundle.situations, **dict.fromkeys(bundle.linked, 1.0)}
+        linked = set(bundle.linked)
+        for path in bundle.paths:
+            first = path.edges[0]
+            relation = RelationType(first.relation)
+            rel = self.graph.edge(first.source, first.relation, first.target)
+            if rel is None:
+                continue
+            if relation == RelationType.RECOMMENDED_FOR and first.source in seeds:
+                order = int(rel.strength) if rel.strength and rel.strength.isdigit() else 1
+                weight = seeds[first.source] / (1 + 0.6 * (order - 1))
+                target = first.target
+            elif relation == RelationType.NOT_RECOMMENDED and first.source in seeds:
+                penalty[first.target] += 2 * seeds[first.source]
+                continue
+            elif relation == RelationType.SUITS_SCALE and first.target in seeds:
+                weight, target = seeds[first.target], first.source
+            elif relation == RelationType.RUNS_ON and first.target in linked:
+                weight, target = 0.4, first.source
+            elif relation == RelationType.RATED and first.target in linked and rel.stars:
+                weight, target = rel.stars / 5, first.source
+            else:
+                continue
+            if self.graph.entity(target).type not in SOLUTION_TYPES or target in _hardware(self.graph, linked):
+                continue
+            if len(path.edges) > 1:
+                weight *= 1.5
+            contributions[target].append(weight)
+            support[target].append(path)
+        scores = {}
+        for target, weights in contributions.items():
+            # the best single reason counts fully, further reasons a little: many weak matches
+            # must not outvote one strong one
+            ordered = sorted(weights, reverse=True)
+            score = ordered[0] + 0.3 * sum(ordered[1:]) - penalty[target]
+            runs_on = {r.target for r in self.graph.out_relations(target) if r.relation == RelationType.RUNS_ON}
+            if runs_on & linked:
+                score *= 1.5
+            support[target].sort(key=lambda p: -p.score)
+            if score > 0:
+                scores[target] = (score, support[target])
+        return scores
+
+    def ranked(self, question: Question, bundle: EvidenceBundle) -> list[tuple[str, float, list[GraphPath]]]:
+        """Recommendations best first: the top overall, then the best of each other kind."""
+        cands = self.candidates(question, bundle)
+        ordered = sorted(cands.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        if not ordered:
+            return []
+        top_score = ordered[0][1][0]
+        chosen: list[tuple[str, float, list[GraphPath]]] = []
+        for node, (score, paths) in ordered:
+            if score < 0.34 * top_score or len(chosen) >= _MAX_RECOMMENDATIONS:
+                break
+            chosen.append((node, score, paths))
+        return chosen
+
+    def relevant_conflicts(self, question: Question, bundle: EvidenceBundle) -> list[Conflict]:
+        """Disagreements about what the question names."""
+        linked = set(bundle.linked)
+        found = []
+        for conflict in self.conflicts:
+            if conflict.subject not in linked:
+                continue
+            targets = {c.target for c in conflict.claims}
+            if targets & linked or DEFAULT_CUE.search(question.text):
+                found.append(conflict)
+        return found
+
+    def facts(self, question: Question, bundle: EvidenceBundle, limit: int = 4) -> list[GraphPath]:
+        """Paths that state facts about the linked entities, most relevant first.
+
+        An edge between two linked entities (PyTorch -RATED-> Ease of Use) ranks first; then edges
+        of one linked entity by the words their quotes share with the question.
+        """
+        words = set(tokenize(question.text))
+        linked = set(bundle.linked) | {s for s, v in bundle.situations.items() if v >= 0.6}
+        chosen: dict[tuple[str, str, str, str], tuple[float, GraphPath]] = {}
+        for path in bundle.paths:
+            edge = path.edges[0]
+            ends = {edge.source, edge.target} & linked
+            if not ends:
+                continue
+            quote = " ".join(ev.quote for ev in edge.evidence)
+            overlap = len(words & set(tokenize(quote)))
+            relevance = (1 + overlap + (3 if len(ends) == 2 else 0)) * path.score
+            key = (edge.source, edge.relation, edge.target, quote)
+            if key not in chosen or chosen[key][0] < relevance:
+                chosen[key] = (relevance, GraphPath(edges=[edge], score=path.score))
+        ranked = sorted(chosen.values(), key=lambda kv: (-kv[0], kv[1].id))
+        return [p for _s, p in ranked[:limit]]
+
+    def text_coverage(self, question: Question, bundle: EvidenceBundle) -> float:
+        """Share of the question's content words found in the best retrieved chunks."""
+        words = {w for w in tokenize(question.text) if len(w) > 1 and w not in _STOPWORDS}
+        if not words:
+            return 0.0
+        found: set[str] = set()
+        for chunk in bundle.chunks[:3]:
+            found |= words & set(tokenize(chunk.text))
+        return len(found) / len(words)
+
+    @staticmethod
+    def source_sentences(question: Question, bundle: EvidenceBundle, limit: int = 3) -> list[tuple[str, str]]:
+        """The chunk sentences that share the most words with the question: (sentence, doc)."""
+        words = set(tokenize(question.text))
+        scored = []
+        for rank, chunk in enumerate(bundle.chunks[:4]):
+            for start, end in split_sentences(chunk.text):
+                sentence = chunk.text[start:end]
+                overlap = len(words & set(tokenize(sentence)))
+                if overlap and len(sentence) >= 6:
+                    scored.append((overlap - 0.1 * rank, sentence, chunk.doc))
+        scored.sort(key=lambda t: -t[0])
+        seen: set[str] = set()
+        out = []
+        for _s, sentence, doc in scored:
+            if sentence not in seen:
+                seen.add(sentence)
+                out.append((sentence, doc))
+            if len(out) >= limit:
+                break
+        return out
+
+    # -- the answer ---------------------------------------------------------------------------
+    def compose(self, question: Question, bundle: EvidenceBundle) -> Answer:
+        """The grounded answer (or a declining one)."""
+        text = AnswerText(question.language, self.graph)
+        reason = self.abstain_reason(question, bundle)
+        if reason is not None:
+            return Answer(
+                question=question.text, answer=text.abstain(reason), abstained=True,
+                backend="graph", notes=[f"abstained: {reason}"],
+            )
+        ranked = self.ranked(question, bundle)
+        if question.kind in (QuestionKind.FACT, QuestionKind.HOW_TO, QuestionKind.COMPARE):
+            facts = self.facts(question, bundle)
+        else:
+            facts = self.facts(question, bundle, limit=2)
+        conflicts = self.relevant_conflicts(question, bundle)
+        sentences = self.source_sentences(question, bundle)
+        if not ranked and not facts and not conflicts and not sentences:
+            reason = "nothing in the graph or the text supports an answer"
+            return Answer(
+                question=question.text, answer=text.abstain(reason), abstained=True,
+                backend="graph", notes=[f"abstained: {reason}"],
+            )
+        recommendations = [
+            Recommendation(id=node, name=self.graph.entity(node).name, reason=text.reason(paths[0]))
+            for node, _score, paths in ranked
+        ]
+        cited: list[GraphPath] = []
+        for _node, _score, paths in ranked:
+            cited.extend(paths[:2])
+        cited.extend(facts)
+        cited.extend(GraphPath(edges=c.claims[i : i + 1]) for c in conflicts for i in range(len(c.claims)))
+        unique = list({p.id: p for p in cited}.values())
+        body = text.body(recommendations, ranked, facts, conflicts, sentences, question.injection)
+        return Answer(
+            question=question.text,
+            answer=body,
+            recommendations=recommendations,
+            citations=[Citation(path=p.edges) for p in unique],
+            conflicts=[c.model_copy(update={"summary": text.conflict_summary(c)}) for c in conflicts],
+            backend="graph",
+        )
+
+
+def _hardware(graph: KnowledgeGraph, ids: set[str]) -> set[str]:
+    return {i for i in ids if graph.entity(i).type == NodeType.HARDWARE}
+

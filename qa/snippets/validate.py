@@ -1,0 +1,369 @@
+"""Validate a snippet level by level, and run it in the sandbox where that is safe and possible.
+
+Levels, each with an outcome and a reason: language, repair, parse, imports, apis, names, network,
+run (Python); command (shell). Status: `failed` if any level failed; `passed` if the snippet ran
+(or, for shell, every command exists and accepts its options); `skipped` otherwise, with the reason
+it could not be run (needs network, needs context, a module not installed here).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import time
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ingest.code_repair import detect_language, repair_indentation
+from kg.documents import Snippet, SnippetStatus, content_hash
+from kg.errors import SnippetError
+from qa.schema import SnippetReport
+from qa.snippets.fixtures import CHECK_MARKER, Completion, Fixture, complete_snippet
+from qa.snippets.probe import SignatureProbe, shared_probe
+from qa.snippets.sandbox import SandboxResult, run_sandboxed
+from qa.snippets.shell import check_command_line, split_commands
+from qa.snippets.static import (
+    ImportCheck,
+    api_calls,
+    check_imports,
+    implicit_imports,
+    import_bindings,
+    module_found,
+    network_needs,
+    undefined_names,
+)
+
+__all__ = [
+    "LevelOutcome",
+    "SnippetCheck",
+    "check_code",
+    "format_snippet_table",
+    "to_report",
+    "validate_code",
+    "validate_snippet",
+]
+
+Outcome = Literal["ok", "failed", "skipped", "info"]
+
+
+class LevelOutcome(BaseModel):
+    """One validation level's result."""
+
+    level: str
+    outcome: Outcome
+    reason: str
+
+    def line(self) -> str:
+        """As shown in `Snippet.detail`.
+
+        >>> LevelOutcome(level="parse", outcome="ok", reason="compiles").line()
+        'parse: ok — compiles'
+        """
+        return f"{self.level}: {self.outcome} — {self.reason}"
+
+
+class SnippetCheck(BaseModel):
+    """Everything the validator found about one piece of code."""
+
+    language: str
+    code: str = Field(description="after indentation repair")
+    repaired: bool = False
+    levels: list[LevelOutcome] = Field(default_factory=list)
+    fixtures: list[Fixture] = Field(default_factory=list)
+    substitutions: list[str] = Field(default_factory=list)
+    program: str | None = Field(default=None, description="what ran in the sandbox")
+    sandbox: SandboxResult | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def status(self) -> SnippetStatus:
+        """failed if a level failed; passed if it ran (or its commands check out); else skipped."""
+        outcomes = {lv.level: lv.outcome for lv in self.levels}
+        if "failed" in outcomes.values():
+            return SnippetStatus.FAILED
+        if outcomes.get("run") == "ok" or outcomes.get("command") == "ok":
+            return SnippetStatus.PASSED
+        return SnippetStatus.SKIPPED
+
+    @property
+    def detail(self) -> str:
+        """One line per level."""
+        return "\n".join(lv.line() for lv in self.levels)
+
+
+class _Checker:
+    def __init__(self, check: SnippetCheck) -> None:
+        self.check = check
+        self._t = time.perf_counter()
+
+    def add(self, level: str, outcome: Outcome, reason: str) -> None:
+        now = time.perf_counter()
+        self.check.levels.append(LevelOutcome(level=level, outcome=outcome, reason=reason))
+        self.check.timings_ms[level] = round((now - self._t) * 1000, 2)
+        self._t = now
+
+
+def check_code(
+    code: str,
+    language: str | None = None,
+    *,
+    execute: bool = True,
+    probe: SignatureProbe | None = None,
+    timeout_s: float = 120.0,
+    memory_mb: int = 6144,
+) -> SnippetCheck:
+    """Validate `code` (labelled `language`, which may be wrong or None) at every level."""
+    lang = detect_language(code, language)
+    check = SnippetCheck(language=lang, code=code)
+    c = _Checker(check)
+    said = f" (labelled {language!r})" if language and language != lang else ""
+    c.add("language", "info", f"{lang}{said}")
+    if lang == "bash":
+        _check_shell(code, c)
+    elif lang == "python":
+        _check_python(code, c, execute, probe or shared_probe(), timeout_s, memory_mb)
+    else:
+        c.add("parse", "skipped", "neither Python nor a shell command: not checked")
+    return check
+
+
+def _check_shell(code: str, c: _Checker) -> None:
+    commands = split_commands(code)
+    if not commands:
+        c.add("command", "skipped", "no command found")
+        return
+    reasons: list[str] = []
+    outcome: Outcome = "ok"
+    for tokens in commands:
+        cc = check_command_line(tokens)
+        if not cc.found or cc.reason:
+            outcome = "failed" if cc.found else ("skipped" if outcome == "ok" else outcome)
+            reasons.append(cc.reason)
+        elif cc.unknown_options:
+            outcome = "failed"
+            reasons.append(f"{cc.program} does not accept {', '.join(cc.unknown_options)}")
+        else:
+            opts = f" accepts {', '.join(cc.options)}" if cc.options else " found"
+            reasons.append(f"{cc.program}{opts}")
+    c.add("command", outcome, "; ".join(reasons) + " (checked as a command, not run)")
+
+
+def _check_python(
+    code: str, c: _Checker, execute: bool, probe: SignatureProbe, timeout_s: float, memory_mb: int
+) -> None:
+    repair = repair_indentation(code)
+    c.check.code, c.check.repaired = repair.code, repair.repaired
+    c.add("repair", "info", repair.detail)
+    try:
+        tree = ast.parse(repair.code)
+        compile(tree, "<snippet>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        c.add("parse", "failed", f"SyntaxError: {exc.msg} (line {exc.lineno})")
+        return
+    c.add("parse", "ok", "compiles")
+    bindings = import_bindings(tree)
+    imports = check_imports(tree)
+    missing_mods = [i.module for i in imports if not i.found]
+    c.add("imports", "skipped" if missing_mods else "ok", _imports_reason(imports))
+    undefined = undefined_names(tree)
+    implicit = implicit_imports(tree, undefined)
+    bindings.update(implicit)
+    has_ort = any(i.module == "onnxruntime" for i in imports) or module_found("onnxruntime")
+    completion = complete_snippet(tree, bindings, undefined, has_onnxruntime=has_ort)
+    c.check.fixtures, c.check.substitutions = completion.fixtures, completion.substitutions
+    c.add("names", "info", _names_reason(undefined, completion))
+    _check_apis(tree, bindings, missing_mods, probe, c)
+    needs = network_needs(tree, bindings)
+    c.add(
+        "network",
+        "skipped" if needs else "ok",
+        ("needs network: " + "; ".join(needs) + " — not run") if needs else "none needed",
+    )
+    blockers = _run_blockers(c.check.levels, missing_mods, completion, needs, execute)
+    if blockers:
+        c.add("run", "skipped", "not run: " + "; ".join(blockers))
+        return
+    _run(completion, c, timeout_s, memory_mb)
+
+
+def _imports_reason(imports: list[ImportCheck]) -> str:
+    if not imports:
+        return "no imports"
+    parts = []
+    for i in imports:
+        if not i.found:
+            parts.append(f"{i.module} NOT FOUND here")
+        else:
+            parts.append(f"{i.module} ({i.version})" if i.version else i.module)
+    return ", ".join(parts)
+
+
+def _check_apis(
+    tree: ast.Module,
+    bindings: dict[str, str],
+    missing_mods: list[str],
+    probe: SignatureProbe,
+    c: _Checker,
+) -> None:
+    missing_tops = {m.split(".")[0] for m in missing_mods}
+    calls = [k for k in api_calls(tree, bindings) if k.target.split(".")[0] not in missing_tops]
+    if not calls:
+        c.add("apis", "info", "no calls to imported APIs")
+        return
+    bad: list[str] = []
+    good: list[str] = []
+    try:
+        for call in calls:
+            sc = probe.check(call)
+            if not sc.binds:
+                bad.append(f"line {call.line}: {sc.reason}")
+            else:
+                kws = f" with {', '.join(call.keywords)}" if call.keywords else ""
+                good.append(f"{call.target}{kws}")
+    except SnippetError as exc:
+        c.add("apis", "skipped", f"signature check unavailable: {exc}")
+        return
+    if bad:
+        c.add("apis", "failed", "; ".join(bad))
+    else:
+        c.add(
+            "apis",
+            "ok",
+            f"{len(good)} call(s) bind to installed signatures: " + ", ".join(dict.fromkeys(good)),
+        )
+
+
+def _names_reason(undefined: list[str], completion: Completion) -> str:
+    if not undefined:
+        return "self-contained"
+    parts = [f"uses undefined {', '.join(undefined)}"]
+    if completion.fixtures:
+        parts.append(
+            "fixtures: " + "; ".join(f"{f.name} ({f.reason})" for f in completion.fixtures)
+        )
+    if completion.substitutions:
+        parts.append("substitutions: " + "; ".join(completion.substitutions))
+    if completion.missing:
+        parts.append("needs context: " + ", ".join(completion.missing))
+    return " — ".join(parts)
+
+
+def _run_blockers(
+    levels: list[LevelOutcome],
+    missing_mods: list[str],
+    completion: Completion,
+    needs: list[str],
+    execute: bool,
+) -> list[str]:
+    out: list[str] = []
+    if not execute:
+        out.append("execution not requested")
+    if any(lv.outcome == "failed" for lv in levels):
+        out.append("an earlier level failed")
+    if missing_mods:
+        out.append("modules not installed here: " + ", ".join(missing_mods))
+    if needs:
+        out.append("needs network")
+    if completion.missing:
+        out.append("needs context: " + ", ".join(completion.missing))
+    return out
+
+
+def _run(completion: Completion, c: _Checker, timeout_s: float, memory_mb: int) -> None:
+    c.check.program = completion.program
+    try:
+        result = run_sandboxed(
+            completion.program,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            cpu_s=int(timeout_s) * 4,
+            nproc=256,
+        )
+    except SnippetError as exc:
+        c.add("run", "skipped", f"sandbox unavailable: {exc}")
+        return
+    c.check.sandbox = result
+    how = f"{result.summary()} in the sandbox ({', '.join(result.isolation)})"
+    if completion.fixtures:
+        how += " with fixtures " + ", ".join(f.name for f in completion.fixtures)
+    if not result.ok:
+        tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
+        c.add("run", "failed", f"{how}: {tail}" if tail else how)
+        return
+    for line in result.stdout.splitlines():
+        if line.startswith(CHECK_MARKER):
+            verdict = json.loads(line[len(CHECK_MARKER) :])
+            what = (
+                f"{verdict['check']} output vs torch on {verdict['batches']} batch size(s): "
+                f"max abs diff {verdict['max_abs_diff']:.2e}"
+            )
+            c.add("run", "ok" if verdict["ok"] else "failed", f"{how}; {what}")
+            return
+    if completion.checks:
+        c.add("run", "failed", f"{how}; the check ({', '.join(completion.checks)}) did not report")
+        return
+    c.add("run", "ok", how)
+
+
+def validate_snippet(snippet: Snippet, *, execute: bool = True) -> Snippet:
+    """A copy of `snippet` with status, detail (one line per level), language and repaired code."""
+    source = snippet.raw or snippet.code
+    check = check_code(source, snippet.language, execute=execute)
+    return snippet.model_copy(
+        update={
+            "status": check.status,
+            "detail": check.detail,
+            "language": check.language,
+            "code": check.code,
+            "repaired": check.repaired or snippet.repaired,
+        }
+    )
+
+
+def validate_code(code: str, language: str | None = None, *, execute: bool = True) -> Snippet:
+    """Validate code from a file or an LLM answer; returns a `Snippet` with `doc=None`."""
+    snippet = Snippet(
+        id="snippet:" + content_hash(code)[:16],
+        doc=None,
+        language=language or "python",
+        raw=code,
+        code=code,
+    )
+    if language is None:
+        snippet = snippet.model_copy(update={"language": ""})
+    return validate_snippet(snippet, execute=execute)
+
+
+def to_report(snippet: Snippet) -> SnippetReport:
+    """The Answer's view of a snippet (DESIGN.md `snippets`)."""
+    return SnippetReport(
+        language=snippet.language,
+        code=snippet.code,
+        status=snippet.status.value,
+        detail=snippet.detail,
+    )
+
+
+def format_snippet_table(snippets: Iterable[Snippet]) -> str:
+    """A plain-text table: id, where, language, status, first reason that decided it.
+
+    >>> s = Snippet(id="snippet:ab", doc="a.txt", start=3, raw="x", code="x",
+    ...             status=SnippetStatus.SKIPPED, detail="run: skipped — not run: needs network")
+    >>> print(format_snippet_table([s]))
+    id          where    lang    status   reason
+    snippet:ab  a.txt@3  python  skipped  run: skipped — not run: needs network
+    """
+    rows = [("id", "where", "lang", "status", "reason")]
+    for s in snippets:
+        lines = s.detail.splitlines()
+        decisive = next((ln for ln in lines if ": failed" in ln), None) or (
+            next((ln for ln in lines if ln.startswith("run:") or ln.startswith("command:")), "")
+        )
+        where = f"{s.doc}@{s.start}" if s.doc else "-"
+        rows.append((s.id, where, s.language, s.status.value, decisive))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows
+    )

@@ -1,0 +1,227 @@
+"""Question understanding: validate, detect language and kind, link entities and situation terms.
+
+Linking tolerates spacing ("Tensor flow"), aliases ("英伟达显卡") and typos ("pytorh"): lexicon and
+graph surface forms first, then fuzzy matching of leftover Latin words against known names.
+Text in a question is data: instructions inside it ("ignore previous instructions") are noted,
+never followed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cached_property
+
+from pydantic import BaseModel, Field
+
+from kg.errors import QuestionError
+from kg.graph import KnowledgeGraph
+from kg.lexicon import Lexicon, surface_pattern
+from kg.schema import NodeType, normalize_name
+from qa.schema import Language, QuestionKind
+
+__all__ = ["LinkedEntity", "Question", "QuestionReader", "MAX_QUESTION_CHARS"]
+
+MAX_QUESTION_CHARS = 2000
+
+#: Entity types a question is about (an unknown criterion or concept is not a topic).
+_TOPIC_TYPES = frozenset(
+    {
+        NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL,
+        NodeType.HARDWARE, NodeType.MODEL, NodeType.ORGANIZATION, NodeType.FORMAT,
+    }
+)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9.+#&\-]*")
+_INJECTION = re.compile(
+    r"ignore (?:all |the )?(?:previous|above|prior)|disregard|system prompt|you are now|"
+    r"忽略(?:之前|以上|前面)|无视|你现在是|越狱|jailbreak",
+    re.I,
+)
+_KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
+    (QuestionKind.CHOOSE, re.compile(
+        r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|which (?:\w+ )?(?:should|to use|is best)|"
+        r"what should i (?:use|pick|choose|learn)|recommend", re.I)),
+    (QuestionKind.COMPARE, re.compile(
+        r"\bvs\.?\b|versus|对比|比较|区别|差异|哪个更|compare|comparison|differ|better than|"
+        r"\bor\b.*\?|还是", re.I)),
+    (QuestionKind.HOW_TO, re.compile(
+        r"怎么(?!选)|如何(?!选)|how (?:do|to|can)|命令|代码|示例|example|snippet|launch|启动", re.I)),
+    (QuestionKind.FACT, re.compile(
+        r"是什么|什么是|多少|几倍|机制|原理|what (?:is|are|does)|how (?:much|many|fast)|"
+        r"which .* (?:support|use)|定位|特点|作用|评分|几颗星|rating|stars?", re.I)),
+]
+
+
+class LinkedEntity(BaseModel):
+    """A graph node the question names, and how it was found."""
+
+    id: str
+    surface: str
+    how: str = Field(description="lexicon | graph | fuzzy")
+    start: int = -1
+
+
+class Question(BaseModel):
+    """A validated question with what it links to."""
+
+    text: str
+    language: Language
+    kind: QuestionKind
+    entities: list[LinkedEntity] = Field(default_factory=list)
+    unknown_entities: list[str] = Field(
+        default_factory=list, description="lexicon entities named but absent from the graph"
+    )
+    terms: set[str] = Field(default_factory=set)
+    injection: bool = False
+
+    @property
+    def entity_ids(self) -> list[str]:
+        """Linked ids in order of appearance, without repeats."""
+        return list(dict.fromkeys(e.id for e in self.entities))
+
+
+def clean_question(text: object) -> str:
+    """Reject what is not a usable question; strip control characters and outer space.
+
+    >>> clean_question("  PyTorch\\x00 还是 JAX？ ")
+    'PyTorch 还是 JAX？'
+    """
+    if not isinstance(text, str):
+        raise QuestionError("a question must be text")
+    cleaned = "".join(
+        ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else "" for ch in text
+    ).strip()
+    if not cleaned:
+        raise QuestionError("the question is empty: ask something, e.g. “我是零基础，先学哪个框架？”")
+    if len(cleaned) > MAX_QUESTION_CHARS:
+        raise QuestionError(
+            f"the question is {len(cleaned)} characters long; the limit is {MAX_QUESTION_CHARS}: "
+            "ask one question at a time"
+        )
+    return cleaned
+
+
+def detect_language(text: str) -> Language:
+    """zh, en or mixed, by the share of CJK characters among letters.
+
+    >>> detect_language("先学哪个框架？"), detect_language("Which one?"), detect_language("PyTorch 还是 JAX 更适合研究")
+    (<Language.ZH: 'zh'>, <Language.EN: 'en'>, <Language.ZH: 'zh'>)
+    """
+    cjk = len(_CJK.findall(text))
+    latin = sum(len(w) for w in _LATIN_WORD.findall(text))
+    if cjk == 0:
+        return Language.EN
+    if latin == 0 or cjk * 2 >= latin:
+        return Language.ZH
+    return Language.MIXED
+
+
+def detect_kind(text: str, solution_mentions: int) -> QuestionKind:
+    """choose / compare / fact / how-to from cue words.
+
+    >>> detect_kind("DDP 和 FSDP 有什么区别？", 2)
+    <QuestionKind.COMPARE: 'compare'>
+    """
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.search(text):
+            if kind == QuestionKind.COMPARE and solution_mentions < 2 and "还是" not in text:
+                continue
+            return kind
+    return QuestionKind.CHOOSE
+
+
+class QuestionReader:
+    """Links questions to one graph; build once per store, share across threads (read-only)."""
+
+    def __init__(self, graph: KnowledgeGraph, lexicon: Lexicon) -> None:
+        self.graph = graph
+        self.lexicon = lexicon
+
+    @cached_property
+    def _graph_names(self) -> tuple[re.Pattern[str], dict[str, str]]:
+        names: dict[str, str] = {}
+        for entity in self.graph.entities():
+            for name in [entity.name, *entity.aliases]:
+                if len(normalize_name(name)) >= 2 and len(name) <= 30:
+                    names.setdefault(normalize_name(name), entity.id)
+        surfaces = sorted(
+            {n for e in self.graph.entities() for n in [e.name, *e.aliases] if normalize_name(n) in names},
+            key=len,
+            reverse=True,
+        )
+        pattern = re.compile("|".join(surface_pattern(s) for s in surfaces) or "(?!)", re.I)
+        return pattern, names
+
+    @cached_property
+    def _fuzzy_choices(self) -> dict[str, str]:
+        choices: dict[str, str] = {}
+        for entity in self.graph.entities():
+            for name in [entity.name, *entity.aliases]:
+                key = normalize_name(name)
+                if re.fullmatch(r"[a-z0-9.+#&]{4,}", key):
+                    choices.setdefault(key, entity.id)
+        return choices
+
+    def read(self, raw: object) -> Question:
+        """Validate and link a question."""
+        text = clean_question(raw)
+        linked: list[LinkedEntity] = []
+        covered: list[tuple[int, int]] = []
+        unknown: list[str] = []
+        for mention in self.lexicon.entity_mentions(text):
+            covered.append((mention.start, mention.end))
+            if mention.key in self.graph:
+                linked.append(LinkedEntity(id=mention.key, surface=mention.surface, how="lexicon", start=mention.start))
+            elif self.lexicon.entries[mention.key].type in _TOPIC_TYPES:
+                unknown.append(self.lexicon.entries[mention.key].name)
+        pattern, names = self._graph_names
+        for match in pattern.finditer(text):
+            if any(s < match.end() and match.start() < e for s, e in covered):
+                continue
+            node = names.get(normalize_name(match.group(0)))
+            if node is not None:
+                covered.append((match.start(), match.end()))
+                linked.append(LinkedEntity(id=node, surface=match.group(0), how="graph", start=match.start()))
+        linked.extend(self._fuzzy(text, covered))
+        linked.sort(key=lambda e: e.start)
+        solution_mentions = len({e.id for e in linked if not e.id.startswith(("scenario", "persona", "criterion"))})
+        return Question(
+            text=text,
+            language=detect_language(text),
+            kind=detect_kind(text, solution_mentions),
+            entities=linked,
+            unknown_entities=sorted(set(unknown)),
+            terms=self._terms(text),
+            injection=bool(_INJECTION.search(text)),
+        )
+
+    def _terms(self, text: str) -> set[str]:
+        """Thesaurus keys, plus `multi-gpu` when the question states two or more GPUs."""
+        from qa.retrieve import gpu_count
+
+        terms = self.lexicon.term_keys(text)
+        count = gpu_count(text)
+        if count is not None and count >= 2 and "multi-gpu" in self.lexicon.terms:
+            terms.add("multi-gpu")
+        return terms
+
+    def _fuzzy(self, text: str, covered: list[tuple[int, int]]) -> list[LinkedEntity]:
+        from rapidfuzz import fuzz, process
+
+        found = []
+        for match in _LATIN_WORD.finditer(text):
+            word = normalize_name(match.group(0))
+            if len(word) < 5 or any(s < match.end() and match.start() < e for s, e in covered):
+                continue
+            if self.lexicon.term_keys(match.group(0)):
+                continue
+            best = process.extractOne(word, list(self._fuzzy_choices), scorer=fuzz.ratio, score_cutoff=80)
+            if best is not None:
+                found.append(
+                    LinkedEntity(
+                        id=self._fuzzy_choices[best[0]], surface=match.group(0), how="fuzzy",
+                        start=match.start(),
+                    )
+                )
+        return found

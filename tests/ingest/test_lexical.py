@@ -1,0 +1,100 @@
+"""BM25 over mixed Chinese/English chunk texts: segmentation, ranking, state round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ingest.lexical import LexicalIndex, LexicalState, tokenize
+from kg.errors import StoreError
+
+IDS = ["a", "b", "c", "d"]
+TEXTS = [
+    "PyTorch 是研究界事实标准，动态图易于调试，torch.compile 进一步优化。",
+    "在英特尔边缘设备上部署模型，推荐使用 OpenVINO 工具套件。",
+    "用 W&B 或 TensorBoard 监控训练；大模型服务用 vLLM。",
+    "FSDP 把参数、梯度、优化器状态分片到各卡，适合单卡装不下的模型。",
+]
+
+
+@pytest.fixture
+def index() -> LexicalIndex:
+    lexical = LexicalIndex()
+    lexical.build(IDS, TEXTS)
+    return lexical
+
+
+def test_tokenize_keeps_technical_tokens_whole_and_lowercases() -> None:
+    tokens = tokenize("Use torch.compile, W&B and vLLM; C++ too")
+    for token in ("torch.compile", "w&b", "vllm", "c++", "use"):
+        assert token in tokens
+    assert "Use" not in tokens and "vLLM" not in tokens
+
+
+def test_tokenize_segments_chinese_and_drops_particles() -> None:
+    tokens = tokenize("梯度的累积")
+    assert "梯度" in tokens and "累积" in tokens
+    assert "的" not in tokens
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("torch.compile", "a"),
+        ("torch compile 编译", "a"),
+        ("边缘设备部署", "b"),
+        ("openvino", "b"),
+        ("W&B 监控", "c"),
+        ("VLLM", "c"),
+        ("优化器状态分片", "d"),
+    ],
+)
+def test_search_ranks_the_matching_chunk_first(
+    index: LexicalIndex, query: str, expected: str
+) -> None:
+    hits = index.search(query, k=4)
+    assert hits[0][0] == expected
+    assert all(score > 0 for _, score in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+
+
+def test_search_without_shared_terms_returns_nothing(index: LexicalIndex) -> None:
+    assert index.search("kubernetes helm", k=3) == []
+    assert index.search("PyTorch", k=0) == []
+    assert LexicalIndex().search("PyTorch") == []
+
+
+def test_state_round_trip_through_json_gives_identical_results(index: LexicalIndex) -> None:
+    state = json.loads(json.dumps(index.to_state().model_dump()))
+    restored = LexicalIndex.from_state(state)
+    for query in ("边缘设备 OpenVINO", "torch.compile", "分片 模型", "监控训练"):
+        assert restored.search(query, k=4) == index.search(query, k=4)
+
+
+def test_corrupt_or_old_state_is_refused(index: LexicalIndex) -> None:
+    state = index.to_state()
+    with pytest.raises(StoreError, match="version"):
+        LexicalIndex.from_state(state.model_copy(update={"version": 0}))
+    with pytest.raises(StoreError, match="inconsistent"):
+        LexicalIndex.from_state(state.model_copy(update={"doc_len": state.doc_len[:-1]}))
+    assert isinstance(LexicalIndex.from_state(state.model_dump()), LexicalIndex)
+    assert LexicalState.model_validate(state.model_dump()) == state
+
+
+def test_added_terms_segment_as_one_token_and_survive_the_state() -> None:
+    term = "昇腾芯片栈"
+    before = tokenize(f"国产{term}部署")
+    lexical = LexicalIndex()
+    lexical.add_terms([term, term])
+    assert lexical.terms == [term]
+    assert term in tokenize(f"国产{term}部署")
+    assert term not in before
+    lexical.build(["x", "y"], [f"国产{term}部署", "英伟达显卡"])
+    assert lexical.search(term, k=1)[0][0] == "x"
+    assert LexicalIndex.from_state(lexical.to_state()).terms == [term]
+
+
+def test_build_rejects_mismatched_ids() -> None:
+    with pytest.raises(ValueError, match="unique"):
+        LexicalIndex().build(["a", "a"], ["x", "y"])

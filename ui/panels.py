@@ -1,0 +1,197 @@
+"""HTML of the panels beside the chat: recommendation, cited paths, subgraph, snippets, conflicts.
+
+Everything from documents, questions and the graph is escaped: text in the sources is data, never
+markup. Labels follow the question's language (`Lang`: "zh" for Chinese and mixed questions).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Literal
+
+from kg.graph import KnowledgeGraph
+from qa.api import StoreStatus
+from qa.render import format_edge
+from qa.schema import Answer, Language, PathEdge
+
+__all__ = [
+    "Lang",
+    "answer_panel",
+    "explorer_panel",
+    "lang_of",
+    "status_line",
+    "subgraph_panel",
+    "t",
+]
+
+Lang = Literal["zh", "en"]
+
+_TEXT: dict[str, tuple[str, str]] = {
+    "recommendation": ("推荐", "Recommendation"),
+    "also": ("也可考虑", "Also consider"),
+    "citations": ("引用的图路径", "Cited graph paths"),
+    "subgraph": ("引用的子图", "Cited subgraph"),
+    "snippets": ("代码片段", "Code snippets"),
+    "conflict": ("资料之间有分歧", "The sources disagree"),
+    "abstained": ("资料未涵盖这个问题。", "Not covered by the sources."),
+    "no_recommendation": ("没有明确的推荐。", "No single recommendation."),
+    "no_citations": ("没有引用。", "No citations."),
+    "notes": ("说明", "Notes"),
+    "backend": ("回答来源", "Answered by"),
+    "not_found": ("图中没有找到这个实体：", "No entity in the graph matches:"),
+    "neighbourhood": ("邻居与证据", "Neighbours and evidence"),
+    "section": ("章节", "section"),
+    "passed": ("通过", "passed"),
+    "failed": ("失败", "failed"),
+    "skipped": ("未执行", "skipped"),
+    "llm_pending": ("LLM 正在补充回答…", "The LLM is adding its answer…"),
+}
+
+
+def t(key: str, lang: Lang) -> str:
+    """A UI label in one language.
+
+    >>> t("abstained", "en"), t("abstained", "zh")
+    ('Not covered by the sources.', '资料未涵盖这个问题。')
+    """
+    zh, en = _TEXT[key]
+    return zh if lang == "zh" else en
+
+
+def lang_of(language: Language | str) -> Lang:
+    """The UI language for a question language: English stays English, the rest is Chinese.
+
+    >>> lang_of(Language.EN), lang_of(Language.MIXED)
+    ('en', 'zh')
+    """
+    return "en" if language == Language.EN else "zh"
+
+
+def text_lang(text: str) -> Lang:
+    """The UI language of a free text (a search box): Chinese if it has any CJK character.
+
+    >>> text_lang("英伟达"), text_lang("TensorRT")
+    ('zh', 'en')
+    """
+    return "zh" if any("\u3400" <= ch <= "\u9fff" for ch in text) else "en"
+
+
+def _quote_html(edge: PathEdge, lang: Lang) -> str:
+    items = []
+    for ev in edge.evidence[:2]:
+        section = " › ".join(ev.heading_path) if ev.heading_path else ""
+        where = escape(ev.doc) + (f" · {t('section', lang)}: {escape(section)}" if section else "")
+        items.append(
+            f'<blockquote class="kgqa-quote">“{escape(ev.quote)}”'
+            f'<div class="kgqa-where">{where} [{ev.start}:{ev.end}]</div></blockquote>'
+        )
+    return "".join(items)
+
+
+def _edge_html(graph: KnowledgeGraph, edge: PathEdge, lang: Lang) -> str:
+    line = escape(format_edge(graph, edge, lang))
+    return f'<div class="kgqa-edge-item"><b>{line}</b>{_quote_html(edge, lang)}</div>'
+
+
+def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
+    """The recommendation, conflicts, cited paths, snippets and notes of an answer, as HTML."""
+    parts = ['<div class="kgqa-panel" id="kgqa-answer-panel">']
+    if answer.abstained:
+        parts.append(f'<div class="kgqa-abstained">{t("abstained", lang)}</div>')
+    elif answer.recommendations:
+        head, *rest = answer.recommendations
+        parts.append(
+            f'<div class="kgqa-recommendation"><span>{t("recommendation", lang)}</span> '
+            f"<strong>{escape(head.name)}</strong></div>"
+        )
+        if rest:
+            names = ", ".join(escape(r.name) for r in rest)
+            parts.append(f'<div class="kgqa-also">{t("also", lang)}: {names}</div>')
+    else:
+        parts.append(f'<div class="kgqa-norec">{t("no_recommendation", lang)}</div>')
+    if answer.conflicts:
+        items = "".join(
+            "<li>" + "".join(_edge_html(graph, edge, lang) for edge in c.claims) + "</li>"
+            for c in answer.conflicts
+        )
+        parts.append(
+            f'<div class="kgqa-conflict"><b>{t("conflict", lang)}</b><ul>{items}</ul></div>'
+        )
+    if answer.citations:
+        parts.append(f'<h4>{t("citations", lang)} ({len(answer.citations)})</h4><ol class="kgqa-citations">')
+        for citation in answer.citations:
+            edges = "".join(_edge_html(graph, e, lang) for e in citation.path)
+            parts.append(f'<li class="kgqa-citation">{edges}</li>')
+        parts.append("</ol>")
+    elif not answer.abstained:
+        parts.append(f"<p>{t('no_citations', lang)}</p>")
+    if answer.snippets:
+        parts.append(f"<h4>{t('snippets', lang)}</h4>")
+        for snippet in answer.snippets:
+            status = snippet.status if snippet.status in ("passed", "failed", "skipped") else "skipped"
+            parts.append(
+                f'<div class="kgqa-snippet"><span class="kgqa-badge kgqa-{status}">'
+                f"{t(status, lang)}</span> <small>{escape(snippet.detail)}</small>"
+                f"<pre><code>{escape(snippet.code)}</code></pre></div>"
+            )
+    if answer.notes:
+        notes = "".join(f"<li>{escape(n)}</li>" for n in answer.notes)
+        parts.append(f'<details class="kgqa-notes"><summary>{t("notes", lang)}</summary><ul>{notes}</ul></details>')
+    parts.append(
+        f'<div class="kgqa-backend">{t("backend", lang)}: {escape(answer.backend)} · '
+        f"{answer.latency_ms:.0f} ms</div></div>"
+    )
+    return "".join(parts)
+
+
+def subgraph_panel(svg: str, lang: Lang) -> str:
+    """The subgraph picture with its heading; empty when nothing was cited."""
+    if not svg:
+        return ""
+    return f'<div class="kgqa-subgraph" id="kgqa-subgraph"><h4>{t("subgraph", lang)}</h4>{svg}</div>'
+
+
+def explorer_panel(graph: KnowledgeGraph, node: str, edges: list[PathEdge], lang: Lang) -> str:
+    """An entity's card: name, type, aliases, then each neighbouring edge with its evidence."""
+    entity = graph.entity(node)
+    aliases = ", ".join(escape(a) for a in entity.aliases)
+    items = "".join(_edge_html(graph, edge, lang) for edge in edges)
+    return (
+        f'<div class="kgqa-panel" id="kgqa-entity"><h3>{escape(entity.name)} '
+        f"<small>[{escape(entity.type.value)}] {escape(entity.id)}</small></h3>"
+        + (f"<p>{aliases}</p>" if aliases else "")
+        + f"<h4>{t('neighbourhood', lang)} ({len(edges)})</h4>{items}</div>"
+    )
+
+
+def not_found_panel(query: str, lang: Lang) -> str:
+    """What the explorer shows when nothing matches."""
+    return f'<div class="kgqa-panel kgqa-abstained">{t("not_found", lang)} {escape(query)}</div>'
+
+
+def status_line(status: StoreStatus) -> str:
+    """`store · N documents · N entities · N edges · backend`, both languages at once."""
+    s = status.stats
+    return (
+        f'<div id="kgqa-status"><code>{escape(status.store)}</code> · '
+        f"{status.documents} documents 文档 · {s.entities} entities 实体 · "
+        f"{s.relations} edges 边 · backend 回答: <b>{escape(status.backend)}</b></div>"
+    )
+
+
+CSS = """
+.kgqa-recommendation { font-size: 1.3em; padding: 8px 12px; background: #ecfdf5;
+  border-left: 4px solid #059669; border-radius: 6px; margin-bottom: 6px; }
+.kgqa-abstained { padding: 8px 12px; background: #f8fafc; border-left: 4px solid #94a3b8;
+  border-radius: 6px; }
+.kgqa-conflict { padding: 8px 12px; background: #fffbeb; border-left: 4px solid #d97706;
+  border-radius: 6px; margin: 6px 0; }
+.kgqa-quote { margin: 4px 0 8px 0; padding: 4px 8px; border-left: 3px solid #cbd5e1;
+  color: #334155; font-size: 0.92em; }
+.kgqa-where { color: #64748b; font-size: 0.85em; }
+.kgqa-badge { padding: 1px 8px; border-radius: 10px; font-size: 0.8em; color: white; }
+.kgqa-passed { background: #16a34a; } .kgqa-failed { background: #dc2626; }
+.kgqa-skipped { background: #64748b; }
+.kgqa-backend { color: #64748b; font-size: 0.85em; margin-top: 8px; }
+.kgqa-subgraph { overflow-x: auto; }
+"""
