@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 
+from ingest.cues import cue_recommendations
 from ingest.patterns import (
     ARROW,
     CLAUSE_SPLIT,
     CONTRAST,
-    DISCOURSE_LABEL,
     DEFAULT_CUE,
+    DISCOURSE_LABEL,
     EXPORT_CUE,
     NEGATION,
     NOT_RECOMMENDED_NOTE,
@@ -82,7 +83,9 @@ def extract_document(doc: Document, blocks: list[Block], lexicon: Lexicon) -> Ex
 
 
 # -- mentions inside a span: typed edges from a subject ------------------------------------------
-def _mention_edges(found: DocumentEntities, subject: str, start: int, end: int, ev: Evidence) -> None:
+def _mention_edges(
+    found: DocumentEntities, subject: str, start: int, end: int, ev: Evidence
+) -> None:
     """Edges from `subject` to the things a span mentions, typed by what is mentioned."""
     text = found.doc.text[start:end]
     subject_type = found.type_of(subject)
@@ -111,7 +114,9 @@ def _mention_edges(found: DocumentEntities, subject: str, start: int, end: int, 
     _default_mode(found, subject, start, end, ev)
 
 
-def _default_mode(found: DocumentEntities, subject: str, start: int, end: int, ev: Evidence) -> None:
+def _default_mode(
+    found: DocumentEntities, subject: str, start: int, end: int, ev: Evidence
+) -> None:
     """`默认静态图` / `动态图为主` in a subject's cell: the subject's default execution mode."""
     text = found.doc.text[start:end]
     offset = 0
@@ -164,8 +169,12 @@ def _comparison_table(found: DocumentEntities, block: Block) -> None:
             for subject in subjects[column]:
                 if stars:
                     found.relate(
-                        subject, RelationType.RATED, criterion, ev,
-                        stars=stars.group(0).count("★"), value=cell,
+                        subject,
+                        RelationType.RATED,
+                        criterion,
+                        ev,
+                        stars=stars.group(0).count("★"),
+                        value=cell,
                     )
                 else:
                     found.relate(subject, RelationType.HAS_PROPERTY, criterion, ev, value=cell)
@@ -175,7 +184,9 @@ def _comparison_table(found: DocumentEntities, block: Block) -> None:
 def _catalogue_table(found: DocumentEntities, block: Block) -> None:
     """First column = subjects; other columns = situations, scales or attributes of them."""
     header, head_spans = block.rows[0], block.cell_spans[0]
-    rows = [(r, s) for r, s in zip(block.rows[1:], block.cell_spans[1:], strict=False) if r and r[0]]
+    rows = [
+        (r, s) for r, s in zip(block.rows[1:], block.cell_spans[1:], strict=False) if r and r[0]
+    ]
     row_subjects: list[list[str]] = []
     for row, spans in rows:
         ev = found.evidence(*spans[0], block.heading_path)
@@ -255,8 +266,8 @@ def _tree(found: DocumentEntities, block: Block) -> None:
         ev = found.evidence(*span, block.heading_path)
         parts = ARROW.split(text)
         head = parts[0]
-        head_is_condition = depth > 0 and (len(parts) > 1 or not conditions) and _is_condition(
-            found, span[0], head
+        head_is_condition = (
+            depth > 0 and (len(parts) > 1 or not conditions) and _is_condition(found, span[0], head)
         )
         if depth == 0 and len(parts) == 1:
             continue  # the tree's question ("你的首要目标是什么？")
@@ -285,7 +296,9 @@ def _is_condition(found: DocumentEntities, start: int, head: str) -> bool:
     return all(found.lexicon.entries[m.key].type in situational for m in mentions)
 
 
-def _recommend_names(found: DocumentEntities, situation: str, parts: list[str], ev: Evidence) -> None:
+def _recommend_names(
+    found: DocumentEntities, situation: str, parts: list[str], ev: Evidence
+) -> None:
     """Recommend the names in arrow segments; a `+` stack is also USED_WITH pairwise."""
     for part in parts:
         part = re.split(r"[：:。；;，,]", part)[0]
@@ -335,7 +348,10 @@ def _definition_subject(
     mentions = found.lexicon.entity_mentions(term)
     if mentions and re.search(r"用户|适合|适用|users|for whom|suits", term, re.I):
         return found.resolve(mentions[0].surface, ev)
-    if mentions or re.search(r"因为|原因|because|reasons?", term, re.I):
+    situational = {NodeType.HARDWARE, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
+    if any(found.lexicon.entries[m.key].type not in situational for m in mentions):
+        return None
+    if re.search(r"因为|原因|because|reasons?", term, re.I):
         return None
     return found.situation(term, ev)
 
@@ -358,15 +374,23 @@ def _children_as_recommendations(
             if situation:
                 found.relate(situation, RelationType.RECOMMENDED_FOR, subject, ev)
             continue
-        term_match = re.match(r"([^：:，,]{1,10})[：:]", text)
+        term_match = re.match(r"([^：:，,]{1,24})[：:]", text)
+        if term_match and not RECOMMEND_CUE.search(term_match.group(1)):
+            # "单卡/小规模：..." under "性能与扩展性：" is a sub-situation, not a recommendation
+            _text(found, span[0], span[1], block.heading_path)
+            continue
         body_start = span[0] + (term_match.end() if term_match else 0)
         clause_end = re.search(r"[，,。；;]", found.doc.text[body_start : span[1]])
         body_end = body_start + clause_end.start() if clause_end else span[1]
         for _mention, target in found.mentions(body_start, body_end):
             if found.type_of(target) in SOLUTION_TYPES:
                 found.relate(
-                    subject, RelationType.RECOMMENDED_FOR, target, ev,
-                    value=term_match.group(1) if term_match else None, strength=str(rank),
+                    subject,
+                    RelationType.RECOMMENDED_FOR,
+                    target,
+                    ev,
+                    value=term_match.group(1) if term_match else None,
+                    strength=str(rank),
                 )
                 break
         _text(found, span[0], span[1], block.heading_path)
@@ -376,6 +400,7 @@ def _text(found: DocumentEntities, start: int, end: int, heading_path: tuple[str
     """Patterns in a line of prose, a definition or a list item."""
     text = found.doc.text[start:end]
     offset = 0
+    context_term: str | None = None  # "实验追踪：A；本地先用 B": later clauses refine the term
     for clause in CLAUSE_SPLIT.split(text):
         clause_start = start + offset
         offset += len(clause) + 1
@@ -387,7 +412,11 @@ def _text(found: DocumentEntities, start: int, end: int, heading_path: tuple[str
         if ARROW.search(clause):
             _arrow_clause(found, clause_start, clause, ev)
             continue
-        _definition_clause(found, clause_start, clause, ev)
+        term = _definition_clause(found, clause_start, clause, ev)
+        if term is None:
+            cue_recommendations(found, clause_start, clause, ev, context_term)
+        else:
+            context_term = term
         _prose_patterns(found, clause_start, clause, ev)
 
 
@@ -445,15 +474,22 @@ def _chain_exports(found: DocumentEntities, start: int, clause: str, ev: Evidenc
     for (m1, a), (m2, b) in zip(mentions, mentions[1:], strict=False):
         between = clause[m1.end : m2.start]
         if ARROW.search(between):
-            relation = RelationType.EXPORTS_TO if EXPORT_CUE.search(between) else RelationType.USED_WITH
+            relation = (
+                RelationType.EXPORTS_TO if EXPORT_CUE.search(between) else RelationType.USED_WITH
+            )
             found.relate(a, relation, b, ev)
 
 
-def _definition_clause(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> None:
-    """`边缘设备：考虑 TensorRT/OpenVINO ... 或直接用 TFLite` and `命令式：... A 和 B 的默认模式`."""
+def _definition_clause(
+    found: DocumentEntities, start: int, clause: str, ev: Evidence
+) -> str | None:
+    """`边缘设备：考虑 TensorRT/OpenVINO ... 或直接用 TFLite` and `命令式：... A 和 B 的默认模式`.
+
+    Returns the term when the clause is a situation definition (later clauses may refine it).
+    """
     term = re.match(r"\s*[•\-*]?\s*([^：:，,。]{1,24})[：:]", clause)
     if term is None:
-        return
+        return None
     body_start = start + term.end()
     body = clause[term.end() :]
     term_text = term.group(1).strip()
@@ -467,37 +503,45 @@ def _definition_clause(found: DocumentEntities, start: int, clause: str, ev: Evi
             if found.type_of(subject) == NodeType.FRAMEWORK and target is not None:
                 version = VERSION_AFTER.match(body[mention.end :])
                 found.relate(
-                    subject, RelationType.DEFAULT_MODE, target, ev,
+                    subject,
+                    RelationType.DEFAULT_MODE,
+                    target,
+                    ev,
                     qualifier=version.group(1) if version else None,
                 )
-        return
+        return None
     situational = {NodeType.HARDWARE, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
     if any(found.lexicon.entries[m.key].type not in situational for m in term_mentions):
-        return
+        return None
     if DISCOURSE_LABEL.search(term_text) or RECOMMEND_CUE.search(term_text):
-        return
-    if not RECOMMEND_CUE.search(body):
-        return
+        return None
     targets = []
+    last_end = -1
     for mention, target in found.mentions(body_start, body_start + len(body)):
-        if found.type_of(target) not in SOLUTION_TYPES or NEGATION.search(body[: mention.start]):
+        kind = found.type_of(target)
+        if kind not in SOLUTION_TYPES or kind == NodeType.HARDWARE:
             continue
-        if found.type_of(target) == NodeType.HARDWARE:
+        if NEGATION.search(body[: mention.start]) or _in_parentheses(body, mention.start):
             continue
-        if not RECOMMEND_CUE.search(body[: mention.start]) and mention.start > 0:
-            continue
-        if _in_parentheses(body, mention.start):
-            continue
-        targets.append(target)
+        listed = last_end >= 0 and re.fullmatch(
+            r"[\s、,，/+和或与及]*", body[last_end : mention.start]
+        )
+        if RECOMMEND_CUE.search(body[: mention.start]) or mention.start == 0 or listed:
+            targets.append(target)
+            last_end = mention.end
     situation = found.situation(term_text, ev) if targets else None
     if situation is None:
-        return
+        return term_text
     speedup = SPEEDUP_VALUE.search(body)
     for target in targets:
         found.relate(
-            situation, RelationType.RECOMMENDED_FOR, target, ev,
+            situation,
+            RelationType.RECOMMENDED_FOR,
+            target,
+            ev,
             value=speedup.group(0) if speedup else None,
         )
+    return term_text
 
 
 def _in_parentheses(text: str, index: int) -> bool:
@@ -516,12 +560,30 @@ def _in_parentheses(text: str, index: int) -> bool:
 
 
 def _prose_patterns(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> None:
-    """Exports, pairings and "not recommended" notes in a sentence."""
+    """Exports, pairings, and hardware named after a thing in a sentence."""
     mentions = found.mentions(start, start + len(clause))
     if len(mentions) < 2:
         return
-    if EXPORT_CUE.search(clause):
+    subject: str | None = None
+    for _mention, eid in mentions:
+        kind = found.type_of(eid)
+        if kind == NodeType.HARDWARE and subject is not None:
+            found.relate(subject, RelationType.RUNS_ON, eid, ev)
+        elif kind in SOLUTION_TYPES and kind not in (NodeType.HARDWARE, NodeType.CONCEPT):
+            subject = eid
+    export = EXPORT_CUE.search(clause)
+    if export:
         _chain_exports(found, start, clause, ev)
+        before = [(m, e) for m, e in mentions if m.end <= export.start()]
+        after = [(m, e) for m, e in mentions if m.start >= export.end()]
+        formats = [e for _m, e in mentions if found.type_of(e) == NodeType.FORMAT]
+        for fmt in formats:
+            for _m, fw in before:
+                if found.type_of(fw) == NodeType.FRAMEWORK:
+                    found.relate(fw, RelationType.EXPORTS_TO, fmt, ev)
+            for _m, engine in after:
+                if found.type_of(engine) == NodeType.INFERENCE_ENGINE:
+                    found.relate(fmt, RelationType.USED_WITH, engine, ev)
     if PAIRING_CUE.search(clause):
         first = mentions[0][1]
         for _m, other in mentions[1:]:

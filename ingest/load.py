@@ -9,6 +9,7 @@ spans index. HTML is converted to Markdown-like text (see `html_to_text`).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Iterator
@@ -156,14 +157,34 @@ def load_document(path: Path, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES)
     return Document.from_text(doc_id, text, encoding=encoding, media_type=media_type)
 
 
+IGNORE_FILE = ".kgqaignore"
+
+
+def _ignore_patterns(root: Path) -> list[str]:
+    """Glob patterns (relative paths) from `root/.kgqaignore`: files that are not documents.
+
+    One pattern per line, `#` starts a comment; e.g. the dev question set kept beside the corpus.
+    """
+    try:
+        lines = (root / IGNORE_FILE).read_text("utf-8").splitlines()
+    except OSError:
+        return []
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
 def _corpus_files(root: Path) -> list[Path]:
-    """Non-hidden files under `root` (or `root` itself), sorted by relative path."""
+    """Non-hidden, non-ignored files under `root` (or `root` itself), sorted by relative path."""
     if root.is_file():
         return [root]
+    ignored = _ignore_patterns(root)
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found.extend(Path(dirpath) / f for f in filenames if not f.startswith("."))
+        for name in filenames:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if not name.startswith(".") and not any(fnmatch.fnmatch(rel, p) for p in ignored):
+                found.append(path)
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 

@@ -58,10 +58,10 @@ def merge_extractions(
     graph = KnowledgeGraph()
     for extraction in ordered:
         for entity in extraction.entities:
-            target = mapping[entity.id]
-            aliases = [a for a in [entity.name, *entity.aliases] if a != target.name]
+            merged = mapping[entity.id]
+            aliases = [a for a in [entity.name, *entity.aliases] if a != merged.name]
             graph.add_entity(
-                target.model_copy(update={"aliases": aliases, "evidence": entity.evidence})
+                merged.model_copy(update={"aliases": aliases, "evidence": entity.evidence})
             )
     dropped = 0
     for extraction in ordered:

@@ -11,8 +11,8 @@ __all__ = [
     "ARROW",
     "CLAUSE_SPLIT",
     "CONTRAST",
-    "DISCOURSE_LABEL",
     "DEFAULT_CUE",
+    "DISCOURSE_LABEL",
     "EXPORT_CUE",
     "NEGATION",
     "NOT_RECOMMENDED_NOTE",
@@ -45,18 +45,22 @@ DISCOURSE_LABEL = re.compile(
     re.I,
 )
 EXPORT_CUE = re.compile(r"导出|export(?:s|ed)?\s*(?:to)?|转换为|convert(?:ed)?\s+to", re.I)
-DEFAULT_CUE = re.compile(
-    r"默认|为主|核心模式|default|by default|primarily|mainly", re.I
-)
+DEFAULT_CUE = re.compile(r"默认|为主|核心模式|default|by default|primarily|mainly", re.I)
 PAIRING_CUE = re.compile(r"搭配|配合|together with|paired with|combined with", re.I)
 RANK_OPERATOR = re.compile(r"^\s*(>>|>=|≥|>|＞＞|＞)\s*$")
-SCALE_VALUE = re.compile(r"[<>≤≥]?\s*\d+\s*(?:[–\-~～至到]\s*\d+\s*)?(?:卡|GPUs?|nodes?|节点|机)", re.I)
-SPEEDUP_VALUE = re.compile(r"\d+(?:\.\d+)?\s*(?:[–\-~～至到]\s*\d+(?:\.\d+)?\s*)?(?:倍|x\b|×)", re.I)
+SCALE_VALUE = re.compile(
+    r"[<>≤≥]?\s*\d+\s*(?:[–\-~～至到]\s*\d+\s*)?(?:卡|GPUs?|nodes?|节点|机)", re.I
+)
+SPEEDUP_VALUE = re.compile(
+    r"\d+(?:\.\d+)?\s*(?:[–\-~～至到]\s*\d+(?:\.\d+)?\s*)?(?:倍|x\b|×)", re.I
+)
 VERSION_AFTER = re.compile(r"^\s*(\d+(?:\.\d+)*(?:\.x)?|\d+\.x)")
 
 _ROLE_WORDS: dict[str, re.Pattern[str]] = {
     "scale": re.compile(r"规模|scale|size|卡数|集群", re.I),
-    "use": re.compile(r"适用|用途|场景|用于|适合|作用|定位|use|best for|purpose|scenario|when", re.I),
+    "use": re.compile(
+        r"适用|用途|场景|用于|适合|作用|定位|use|best for|purpose|scenario|when", re.I
+    ),
 }
 
 

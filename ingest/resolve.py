@@ -235,12 +235,20 @@ class DocumentEntities:
         return new_id
 
     # -- relations --------------------------------------------------------------------------
-    def relate(self, source: str, relation: RelationType, target: str, ev: Evidence, **attrs: object) -> None:
+    def relate(
+        self, source: str, relation: RelationType, target: str, ev: Evidence, **attrs: object
+    ) -> None:
         """Record a relation (the graph merges duplicates later)."""
         if source == target:
             return
         self.relations.append(
             Relation.model_validate(
-                {"source": source, "relation": relation, "target": target, "evidence": [ev], **attrs}
+                {
+                    "source": source,
+                    "relation": relation,
+                    "target": target,
+                    "evidence": [ev],
+                    **attrs,
+                }
             )
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from kg.documents import Block, BlockKind, Document
 
 __all__ = [
+    "command_spans",
     "definition_spans",
     "parse_blocks",
     "split_arrows",
@@ -85,6 +86,10 @@ _TABLE_SEP = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?$")
 _GLUED_ITEM = re.compile(r"(?<=[。！？!?；])\s+[-•*]\s+(?=\S)")
 _DEFINITION = re.compile(r"^(?P<term>[^：:\n]+?)\s*(?:：|:(?=\s|[^\x00-\x7f]))\s*(?P<rest>\S)")
 _ARROW = re.compile(r"\s*(?:[─━-]*[→⟶⇒]|-+>|=+>)\s*")
+_CMD_PROGRAM = re.compile(r"[A-Za-z][\w.+-]*")
+_CMD_ARG = re.compile(r"-{0,2}[\w.:/=+-]+")
+_CMD_OPTION = re.compile(r"--[A-Za-z][\w-]*(?:=\S*)?")
+_CMD_END = re.compile(r"[.,;:)](?=\s|$)")
 _ABBREV = {"vs", "e.g", "i.e", "etc", "cf", "mr", "dr", "no", "fig", "al", "approx"}
 
 
@@ -183,6 +188,73 @@ def split_definition(text: str) -> tuple[str, str] | None:
         return None
     (a, b), (c, d) = spans
     return text[a:b], text[c:d]
+
+
+def command_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of command lines written inline in prose: `program [sub ...] --option ...`.
+
+    A command starts where a command can start (line start, after CJK text or punctuation, a
+    backtick, or a `$ ` / `> ` prompt), is a lower-case program word followed by at most three
+    sub-command or `-m module` words and then at least one `--option`, and stops at CJK text, a
+    backtick, a line end or an ASCII sentence end. English prose around options ("Tip: use the
+    --fast flag") is not a command.
+
+    >>> t = "启动命令：torchrun --nproc_per_node=4 train.py。另见 the docs, use the --foo flag."
+    >>> [t[s:e] for s, e in command_spans(t)]
+    ['torchrun --nproc_per_node=4 train.py']
+    >>> t = "Run `python -m pip install --upgrade pip`. Tip: use the --fast flag."
+    >>> [t[s:e] for s, e in command_spans(t)]
+    ['python -m pip install --upgrade pip']
+    >>> command_spans("accelerate/torchrun。训练用 2 张卡")
+    []
+    >>> t = "多卡时用 deepspeed --num_gpus 8 train.py 启动"
+    >>> [t[s:e] for s, e in command_spans(t)]
+    ['deepspeed --num_gpus 8 train.py']
+    """
+    spans: list[tuple[int, int]] = []
+    p = 0
+    while p < len(text):
+        if not _command_start(text, p):
+            p += 1
+            continue
+        q = p
+        while q < len(text) and text[q] not in "`\n" and ord(text[q]) < 0x2E80:
+            q += 1
+        run = text[p:q]
+        cut = _CMD_END.search(run)
+        run = (run[: cut.start()] if cut else run).rstrip()
+        tokens = run.split()
+        first_option = next((i for i, t in enumerate(tokens) if _CMD_OPTION.fullmatch(t)), None)
+        if (
+            tokens
+            and first_option is not None
+            and 1 <= first_option <= 4
+            and _CMD_PROGRAM.fullmatch(tokens[0])
+            and tokens[0][0].islower()
+            and all(_CMD_ARG.fullmatch(t) for t in tokens[1:first_option])
+        ):
+            spans.append((p, p + len(run)))
+            p += max(len(run), 1)
+        else:
+            p += 1
+    return spans
+
+
+def _command_start(text: str, p: int) -> bool:
+    c = text[p]
+    if not ("a" <= c.lower() <= "z"):
+        return False
+    if p == 0:
+        return True
+    line_start = text.rfind("\n", 0, p) + 1
+    head = text[line_start:p]
+    gap = head.rstrip(" \t")  # Chinese text often puts a space before English
+    return (
+        not gap
+        or gap[-1] == "`"
+        or (ord(gap[-1]) >= 0x2E80 and (gap == head or len(head) - len(gap) <= 1))
+        or head.endswith(("$ ", "> "))
+    )
 
 
 def split_arrows(text: str) -> list[tuple[int, int]]:

@@ -40,7 +40,9 @@ class Document(BaseModel):
     text: str
     hash: str = Field(description="content_hash(text)")
     encoding: str = "utf-8"
-    media_type: str = Field(default="text/plain", description="text/plain, text/markdown, text/html")
+    media_type: str = Field(
+        default="text/plain", description="text/plain, text/markdown, text/html"
+    )
 
     @classmethod
     def from_text(

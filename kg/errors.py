@@ -1,14 +1,14 @@
 """The one exception tree of kgqa. Every error says what went wrong, where, and how to fix it.
 
-    KGQAError
-    ├── IngestError        a document could not be loaded or parsed (carries the document id)
-    ├── StoreError         the store is missing, corrupt, or from another schema version / embedder
-    ├── QuestionError      a question is empty, too long, or otherwise unusable
-    ├── LLMError           the LLM server is down, slow, or answered something unusable
-    │   ├── LLMUnavailable
-    │   ├── LLMTimeout
-    │   └── LLMBadResponse
-    └── SnippetError       a snippet could not be validated (not: the snippet failed validation)
+KGQAError
+├── IngestError        a document could not be loaded or parsed (carries the document id)
+├── StoreError         the store is missing, corrupt, or from another schema version / embedder
+├── QuestionError      a question is empty, too long, or otherwise unusable
+├── LLMError           the LLM server is down, slow, or answered something unusable
+│   ├── LLMUnavailable
+│   ├── LLMTimeout
+│   └── LLMBadResponse
+└── SnippetError       a snippet could not be validated (not: the snippet failed validation)
 """
 
 from __future__ import annotations

@@ -68,7 +68,10 @@ class KnowledgeGraph:
         data = self.g.get_edge_data(relation.source, relation.target, relation.key)
         if data is None:
             self.g.add_edge(
-                relation.source, relation.target, key=relation.key, rel=relation.model_copy(deep=True)
+                relation.source,
+                relation.target,
+                key=relation.key,
+                rel=relation.model_copy(deep=True),
             )
         else:
             known: Relation = data["rel"]
@@ -157,13 +160,15 @@ class KnowledgeGraph:
 
     # -- export -----------------------------------------------------------------------------
     def to_node_link(self, *, with_node_evidence: bool = False) -> dict[str, Any]:
-        """networkx node-link JSON (DESIGN.md): nodes with id/type/name/aliases, edges with evidence.
-
-        The store also keeps each node's own evidence (`with_node_evidence`)."""
+        """networkx node-link JSON (DESIGN.md): nodes with id/type/name/aliases, edges with
+        evidence. The store also keeps each node's own evidence (`with_node_evidence`)."""
         nodes = []
         for e in self.entities():
             node: dict[str, Any] = {
-                "id": e.id, "type": e.type.value, "name": e.name, "aliases": list(e.aliases)
+                "id": e.id,
+                "type": e.type.value,
+                "name": e.name,
+                "aliases": list(e.aliases),
             }
             if with_node_evidence:
                 node["evidence"] = [ev.model_dump(mode="json") for ev in e.evidence]

@@ -153,7 +153,9 @@ class Lexicon:
             entry = self.lookup(match.group(0))
             if entry is not None:
                 mentions.append(
-                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=entry.id)
+                    Mention(
+                        start=match.start(), end=match.end(), surface=match.group(0), key=entry.id
+                    )
                 )
         return mentions
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "ALLOWED_ENDPOINTS",
     "FUNCTIONAL_RELATIONS",
+    "SCHEMA_VERSION",
     "SITUATION_TYPES",
     "SOLUTION_TYPES",
-    "SCHEMA_VERSION",
     "Entity",
     "Evidence",
     "Extraction",
@@ -97,7 +97,9 @@ class RelationType(StrEnum):
     PART_OF_ECOSYSTEM = "PART_OF_ECOSYSTEM"  # library/tool -> ecosystem (framework/org)
     USED_WITH = "USED_WITH"  # solution -> solution used together in a stack
     HAS_PROPERTY = "HAS_PROPERTY"  # subject -> property concept, from a table cell or definition
-    DEFAULT_MODE = "DEFAULT_MODE"  # framework -> execution mode; functional: disagreement = conflict
+    DEFAULT_MODE = (
+        "DEFAULT_MODE"  # framework -> execution mode; functional: disagreement = conflict
+    )
 
 
 #: Allowed (source type, target type) pairs per relation, as (source set, target set).

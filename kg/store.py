@@ -4,6 +4,7 @@ Layout::
 
     STORE/
       CURRENT                 name of the live generation (replaced atomically, last)
+      snippet_results.json    cached snippet validation results (outlive generations)
       gen-000007/
         manifest.json         schema version, embedder id, lexicon hash, per-document hashes
         graph.json            node-link graph (nodes also carry their evidence)
@@ -157,11 +158,14 @@ class Store:
         try:
             manifest = Manifest.model_validate(raw)
         except ValidationError as err:
-            raise StoreError(f"store {root} has a broken manifest: rebuild with kgqa ingest") from err
+            raise StoreError(
+                f"store {root} has a broken manifest: rebuild with kgqa ingest"
+            ) from err
         if embedder is not None and manifest.embedder != embedder:
             raise StoreError(
                 f"store {root} was embedded with {manifest.embedder}, not {embedder}: run "
-                f"`kgqa ingest --store {root} --embedder {embedder}` to rebuild, or use its embedder"
+                f"`kgqa ingest --store {root} --embedder {embedder}` to rebuild, "
+                "or use its embedder"
             )
         return cls(root, gen_dir, manifest)
 
@@ -196,6 +200,22 @@ class Store:
         for doc_id in sorted(self.manifest.documents):
             yield self.doc_record(doc_id)
 
+    def snippet_results(self) -> dict[str, Any]:
+        """Cached snippet validation results, {} if none (`qa.snippets.store_check` owns them)."""
+        path = self.root / "snippet_results.json"
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as err:
+            raise StoreError(f"{path} is unreadable ({err}): delete it to re-validate") from err
+        return data if isinstance(data, dict) else {}
+
+    def write_snippet_results(self, results: dict[str, Any]) -> None:
+        """Replace the cached snippet validation results atomically."""
+        text = json.dumps(results, ensure_ascii=False, indent=1)
+        atomic_write_text(self.root / "snippet_results.json", text)
+
     def doc_vectors(self, doc_id: str) -> np.ndarray:
         """The chunk embeddings of one document (rows follow its chunks)."""
         entry = self.manifest.documents[doc_id]
@@ -214,12 +234,14 @@ class StoreWriter:
         self.root = root
         self.previous = previous
         self.manifest = manifest
-        self.manifest.generation = (previous.manifest.generation + 1) if previous else 1
+        # Never reuse the name of a directory on disk: after a refused (other schema) or
+        # unreadable store, `previous` is None while its generation may still be the live one.
+        on_disk = [int(p.name[4:]) for p in root.glob("gen-*") if p.name[4:].isdigit()]
+        last = max([previous.manifest.generation if previous else 0, *on_disk])
+        self.manifest.generation = last + 1
         self.manifest.documents = {}
         root.mkdir(parents=True, exist_ok=True)
         self.dir = root / f"gen-{self.manifest.generation:06d}"
-        if self.dir.exists():  # left by a killed writer: never live, safe to drop
-            shutil.rmtree(self.dir)
         (self.dir / "docs").mkdir(parents=True)
 
     def put_document(self, entry: DocumentEntry, record: DocRecord, vectors: np.ndarray) -> None:
@@ -251,11 +273,15 @@ class StoreWriter:
         atomic_write_text(self.dir / name, json.dumps(data, ensure_ascii=False))
 
     def commit(self) -> Store:
-        """Write the manifest, switch CURRENT, and remove generations no longer live."""
+        """Write the manifest, switch CURRENT, and remove generations older than the previous one.
+
+        The generation that was live until now stays on disk, so a reader that opened it (a
+        running UI or API) keeps reading a complete store; the next commit removes it."""
         atomic_write_text(self.dir / "manifest.json", self.manifest.model_dump_json(indent=1))
         _fsync_dir(self.dir / "docs")
         atomic_write_text(self.root / "CURRENT", self.dir.name + "\n")
+        keep = {self.dir.name} | ({self.previous.dir.name} if self.previous else set())
         for old in self.root.glob("gen-*"):
-            if old != self.dir and old.is_dir():
+            if old.name not in keep and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
         return Store(self.root, self.dir, self.manifest)

@@ -31,12 +31,34 @@ from kg.store import Store
 from qa.compose import GraphComposer, find_conflicts
 from qa.retrieve import Retriever
 from qa.schema import Answer, EvidenceBundle, SnippetReport
+from qa.snippets.store_check import apply_cached_results
 from qa.understand import Question, QuestionReader
 from qa.verify import CitationVerifier
 
 __all__ = ["AnswerEvent", "Assistant", "LLMAnswerer", "StoreStatus"]
 
-_SNIPPET_WORDS = ("代码", "示例", "命令", "怎么写", "example", "code", "snippet", "command", "how do i")
+_SNIPPET_WORDS = (
+    "代码",
+    "示例",
+    "命令",
+    "怎么写",
+    "example",
+    "code",
+    "snippet",
+    "command",
+    "how do i",
+)
+
+
+def _render_snippets(snippets: list[SnippetReport]) -> str:
+    """Snippets as fenced code with their validation status."""
+    parts = []
+    for snippet in snippets:
+        parts.append(
+            f"[{snippet.status}] {snippet.detail.splitlines()[0] if snippet.detail else ''}"
+        )
+        parts.append(f"```{snippet.language}\n{snippet.code}\n```")
+    return "\n".join(parts)
 
 
 class StoreStatus(BaseModel):
@@ -66,7 +88,9 @@ class LLMAnswerer:
         """An answer built from the bundle, or raise `kg.errors.LLMError`."""
         raise NotImplementedError
 
-    def stream(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Iterator[str | Answer]:
+    def stream(
+        self, question: Question, bundle: EvidenceBundle, draft: Answer
+    ) -> Iterator[str | Answer]:
         """Text deltas, then the final Answer; raise `kg.errors.LLMError` on failure."""
         yield self.answer(question, bundle, draft)
 
@@ -87,7 +111,10 @@ class Assistant:
         self.lexicon = lexicon
         records = list(store.records())
         self.documents = {r.document.id: r.document.text for r in records}
-        self.snippets: list[Snippet] = [s for r in records for s in r.snippets]
+        # validation status cached by `kgqa snippets list|check` (stale or missing: unchecked)
+        self.snippets: list[Snippet] = apply_cached_results(
+            store, [s for r in records for s in r.snippets]
+        )
         chunks = [c for r in records for c in r.chunks]
         vectors = [store.doc_vectors(r.document.id) for r in records]
         dense = None
@@ -126,7 +153,14 @@ class Assistant:
         """The graph composer's verified answer and the evidence it used."""
         bundle = self.retriever.retrieve(question)
         draft = self.composer.compose(question, bundle)
-        draft = draft.model_copy(update={"snippets": self._snippets(question, bundle)})
+        snippets = self._snippets(question, bundle) if not draft.abstained else []
+        if snippets:
+            draft = draft.model_copy(
+                update={
+                    "snippets": snippets,
+                    "answer": draft.answer + "\n\n" + _render_snippets(snippets),
+                }
+            )
         verified, _result = self.verifier.verify(draft)
         return verified, bundle
 
@@ -153,7 +187,9 @@ class Assistant:
             parsed = self.understand(question)
         except QuestionError as err:
             text = question if isinstance(question, str) else ""
-            answer = Answer(question=text[:200], answer=str(err), abstained=True, notes=[f"rejected: {err}"])
+            answer = Answer(
+                question=text[:200], answer=str(err), abstained=True, notes=[f"rejected: {err}"]
+            )
             yield AnswerEvent(kind="final", answer=stamp(answer))
             return
         graph_answer, bundle = self.graph_answer(parsed)
@@ -198,11 +234,22 @@ class Assistant:
         spans = [(c.doc, c.start, c.end) for c in bundle.chunks[:3]]
         reports = []
         for snippet in self.snippets:
-            if any(doc == snippet.doc and s < snippet.end and snippet.start < e for doc, s, e in spans):
-                status = snippet.status if snippet.status != SnippetStatus.UNCHECKED else SnippetStatus.SKIPPED
+            if any(
+                doc == snippet.doc and s < snippet.end and snippet.start < e for doc, s, e in spans
+            ):
+                status = (
+                    snippet.status
+                    if snippet.status != SnippetStatus.UNCHECKED
+                    else SnippetStatus.SKIPPED
+                )
                 detail = snippet.detail or "not validated yet: run `kgqa snippets check`"
                 reports.append(
-                    SnippetReport(language=snippet.language, code=snippet.code, status=status.value, detail=detail)
+                    SnippetReport(
+                        language=snippet.language,
+                        code=snippet.code,
+                        status=status.value,
+                        detail=detail,
+                    )
                 )
         return reports[:2]
 

@@ -15,3 +15,7 @@ REGISTRARS.append(_register_eval)
 from ui.cli import register as _register_ui  # noqa: E402
 
 REGISTRARS.append(_register_ui)
+
+from qa.snippets.cli import register as _register_snippets  # noqa: E402
+
+REGISTRARS.append(_register_snippets)

@@ -16,6 +16,7 @@ from ingest.structure import split_sentences
 from kg.graph import KnowledgeGraph
 from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
 from qa.render import AnswerText
+from qa.retrieve import path_from_relations
 from qa.schema import (
     Answer,
     Citation,
@@ -31,9 +32,7 @@ from qa.understand import Question
 __all__ = ["GraphComposer", "find_conflicts"]
 
 _STOPWORDS = frozenset(
-    "什么 哪个 哪些 怎么 如何 为什么 是否 可以 应该 需要 还是 有没有 多少 一个 这个 那个 文章 "
-    "the a an is are was were be to of in on for and or with what which how why does do did "
-    "i we you my our it this that should can could would about according".split()
+    ["什么", "哪个", "哪些", "怎么", "如何", "为什么", "是否", "可以", "应该", "需要", "还是", "有没有", "多少", "一个", "这个", "那个", "文章", "the", "a", "an", "is", "are", "was", "were", "be", "to", "of", "in", "on", "for", "and", "or", "with", "what", "which", "how", "why", "does", "do", "did", "i", "we", "you", "my", "our", "it", "this", "that", "should", "can", "could", "would", "about", "according"]
 )
 _PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
 _MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
@@ -53,7 +52,9 @@ def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
         if rel.relation not in FUNCTIONAL_RELATIONS:
             continue
         for ev in rel.evidence:
-            edge = PathEdge(source=rel.source, relation=rel.relation.value, target=rel.target, evidence=[ev])
+            edge = PathEdge(
+                source=rel.source, relation=rel.relation.value, target=rel.target, evidence=[ev]
+            )
             claims[(rel.source, rel.relation.value)].append((rel.target, rel.qualifier, edge))
     conflicts = []
     for (subject, relation), items in sorted(claims.items()):
@@ -84,14 +85,20 @@ class GraphComposer:
     # -- decisions ----------------------------------------------------------------------------
     def abstain_reason(self, question: Question, bundle: EvidenceBundle) -> str | None:
         """Why the sources cannot answer this question, or None if they can."""
-        linked_solutions = [
-            e for e in bundle.linked if self.graph.entity(e).type in _CHOOSABLE
-        ]
+        linked_solutions = [e for e in bundle.linked if self.graph.entity(e).type in _CHOOSABLE]
         best_situation = max(bundle.situations.values(), default=0.0)
-        if not bundle.linked and best_situation < 0.5 and self.text_coverage(question, bundle) < 0.6:
+        if (
+            not bundle.linked
+            and best_situation < 0.5
+            and self.text_coverage(question, bundle) < 0.6
+        ):
             return "no entity or situation in the question is covered by the sources"
         if question.unknown_entities and not question.injection:
-            if not linked_solutions or question.kind != QuestionKind.CHOOSE:
+            if (
+                not linked_solutions
+                or question.kind != QuestionKind.CHOOSE
+                or not bundle.situations
+            ):
                 return "the sources do not cover " + ", ".join(question.unknown_entities)
         if _PRICE.search(question.text) and not any(
             _MONEY.search(ev.quote) for p in bundle.paths for e in p.edges for ev in e.evidence
@@ -101,7 +108,9 @@ class GraphComposer:
             return "the question asks for something other than what the sources cover"
         return None
 
-    def candidates(self, question: Question, bundle: EvidenceBundle) -> dict[str, tuple[float, list[GraphPath]]]:
+    def candidates(
+        self, question: Question, bundle: EvidenceBundle
+    ) -> dict[str, tuple[float, list[GraphPath]]]:
         """Recommended entities with their scores and the paths that support them."""
         contributions: dict[str, list[float]] = defaultdict(list)
         penalty: dict[str, float] = defaultdict(float)
@@ -129,27 +138,41 @@ class GraphComposer:
                 weight, target = rel.stars / 5, first.source
             else:
                 continue
-            if self.graph.entity(target).type not in SOLUTION_TYPES or target in _hardware(self.graph, linked):
+            if self.graph.entity(target).type not in SOLUTION_TYPES or target in _hardware(
+                self.graph, linked
+            ):
                 continue
             if len(path.edges) > 1:
                 weight *= 1.5
             contributions[target].append(weight)
             support[target].append(path)
         scores = {}
+        choosable_linked = {e for e in linked if self.graph.entity(e).type in _CHOOSABLE}
+        if len(choosable_linked) >= 2 and choosable_linked & set(contributions):
+            # "A 和 B 哪个更…": the answer is one of the things compared
+            contributions = defaultdict(
+                list, {k: v for k, v in contributions.items() if k in choosable_linked}
+            )
         for target, weights in contributions.items():
             # the best single reason counts fully, further reasons a little: many weak matches
             # must not outvote one strong one
             ordered = sorted(weights, reverse=True)
             score = ordered[0] + 0.3 * sum(ordered[1:]) - penalty[target]
-            runs_on = {r.target for r in self.graph.out_relations(target) if r.relation == RelationType.RUNS_ON}
+            runs_on = {
+                r.target
+                for r in self.graph.out_relations(target)
+                if r.relation == RelationType.RUNS_ON
+            }
             if runs_on & linked:
                 score *= 1.5
-            support[target].sort(key=lambda p: -p.score)
+            support[target] = _distinct_reasons(support[target])
             if score > 0:
                 scores[target] = (score, support[target])
         return scores
 
-    def ranked(self, question: Question, bundle: EvidenceBundle) -> list[tuple[str, float, list[GraphPath]]]:
+    def ranked(
+        self, question: Question, bundle: EvidenceBundle
+    ) -> list[tuple[str, float, list[GraphPath]]]:
         """Recommendations best first: the top overall, then the best of each other kind."""
         cands = self.candidates(question, bundle)
         ordered = sorted(cands.items(), key=lambda kv: (-kv[1][0], kv[0]))
@@ -198,6 +221,38 @@ class GraphComposer:
         ranked = sorted(chosen.values(), key=lambda kv: (-kv[0], kv[1].id))
         return [p for _s, p in ranked[:limit]]
 
+    def by_situation(
+        self, bundle: EvidenceBundle, shown: set[str], limit: int = 4
+    ) -> list[GraphPath]:
+        """For each well-matched situation, its first recommendation (multi-part questions)."""
+        paths = []
+        for situation, score in sorted(bundle.situations.items(), key=lambda kv: (-kv[1], kv[0])):
+            if score < 0.45 or len(paths) >= limit:
+                break
+            best = [
+                p
+                for p in bundle.paths
+                if p.edges[0].source == situation
+                and p.edges[0].relation == RelationType.RECOMMENDED_FOR.value
+            ]
+            if best and best[0].id not in shown:
+                paths.append(best[0])
+                shown.add(best[0].id)
+        return paths
+
+    def comparison(self, bundle: EvidenceBundle) -> list[GraphPath]:
+        """Edges from each named choosable thing to each named criterion (a comparison table)."""
+        linked = bundle.linked
+        criteria = [c for c in linked if self.graph.entity(c).type == NodeType.CRITERION]
+        things = [e for e in linked if self.graph.entity(e).type in _CHOOSABLE]
+        rows = []
+        for thing in things:
+            for criterion in criteria:
+                for rel in self.graph.out_relations(thing):
+                    if rel.target == criterion:
+                        rows.append(path_from_relations([rel], 1.0))
+        return rows
+
     def text_coverage(self, question: Question, bundle: EvidenceBundle) -> float:
         """Share of the question's content words found in the best retrieved chunks."""
         words = {w for w in tokenize(question.text) if len(w) > 1 and w not in _STOPWORDS}
@@ -209,15 +264,21 @@ class GraphComposer:
         return len(found) / len(words)
 
     @staticmethod
-    def source_sentences(question: Question, bundle: EvidenceBundle, limit: int = 3) -> list[tuple[str, str]]:
+    def source_sentences(
+        question: Question, bundle: EvidenceBundle, limit: int = 3
+    ) -> list[tuple[str, str]]:
         """The chunk sentences that share the most words with the question: (sentence, doc)."""
-        words = set(tokenize(question.text))
+        words = {w for w in tokenize(question.text) if w not in _STOPWORDS}
+        names = [n.casefold() for e in question.entities for n in (e.surface,)]
         scored = []
         for rank, chunk in enumerate(bundle.chunks[:4]):
             for start, end in split_sentences(chunk.text):
                 sentence = chunk.text[start:end]
+                if len(sentence) < 12:
+                    continue
                 overlap = len(words & set(tokenize(sentence)))
-                if overlap and len(sentence) >= 6:
+                overlap += 2 * sum(1 for n in names if n and n in sentence.casefold())
+                if overlap >= 2:
                     scored.append((overlap - 0.1 * rank, sentence, chunk.doc))
         scored.sort(key=lambda t: -t[0])
         seen: set[str] = set()
@@ -237,43 +298,70 @@ class GraphComposer:
         reason = self.abstain_reason(question, bundle)
         if reason is not None:
             return Answer(
-                question=question.text, answer=text.abstain(reason), abstained=True,
-                backend="graph", notes=[f"abstained: {reason}"],
+                question=question.text,
+                answer=text.abstain(reason),
+                abstained=True,
+                backend="graph",
+                notes=[f"abstained: {reason}"],
             )
         ranked = self.ranked(question, bundle)
         if question.kind in (QuestionKind.FACT, QuestionKind.HOW_TO, QuestionKind.COMPARE):
             facts = self.facts(question, bundle)
         else:
             facts = self.facts(question, bundle, limit=2)
+        comparison = self.comparison(bundle)
+        facts = list({p.id: p for p in comparison + facts}.values())[: max(4, len(comparison))]
         conflicts = self.relevant_conflicts(question, bundle)
         sentences = self.source_sentences(question, bundle)
         if not ranked and not facts and not conflicts and not sentences:
             reason = "nothing in the graph or the text supports an answer"
             return Answer(
-                question=question.text, answer=text.abstain(reason), abstained=True,
-                backend="graph", notes=[f"abstained: {reason}"],
+                question=question.text,
+                answer=text.abstain(reason),
+                abstained=True,
+                backend="graph",
+                notes=[f"abstained: {reason}"],
             )
         recommendations = [
             Recommendation(id=node, name=self.graph.entity(node).name, reason=text.reason(paths[0]))
             for node, _score, paths in ranked
         ]
+        by_situation = self.by_situation(bundle, {p.id for _n, _s, ps in ranked for p in ps[:3]})
         cited: list[GraphPath] = []
         for _node, _score, paths in ranked:
-            cited.extend(paths[:2])
+            cited.extend(paths[:3])
         cited.extend(facts)
-        cited.extend(GraphPath(edges=c.claims[i : i + 1]) for c in conflicts for i in range(len(c.claims)))
+        cited.extend(by_situation)
+        cited.extend(
+            GraphPath(edges=c.claims[i : i + 1]) for c in conflicts for i in range(len(c.claims))
+        )
         unique = list({p.id: p for p in cited}.values())
-        body = text.body(recommendations, ranked, facts, conflicts, sentences, question.injection)
+        body = text.body(
+            recommendations, ranked, facts + by_situation, conflicts, sentences, question.injection
+        )
         return Answer(
             question=question.text,
             answer=body,
             recommendations=recommendations,
             citations=[Citation(path=p.edges) for p in unique],
-            conflicts=[c.model_copy(update={"summary": text.conflict_summary(c)}) for c in conflicts],
+            conflicts=[
+                c.model_copy(update={"summary": text.conflict_summary(c)}) for c in conflicts
+            ],
             backend="graph",
         )
 
 
+def _distinct_reasons(paths: list[GraphPath]) -> list[GraphPath]:
+    """Best first, one path per quote: three reasons should say three different things."""
+    seen: set[str] = set()
+    distinct = []
+    for path in sorted(paths, key=lambda p: (-p.score, p.id)):
+        quote = path.edges[0].evidence[0].quote if path.edges[0].evidence else path.id
+        if quote not in seen:
+            seen.add(quote)
+            distinct.append(path)
+    return distinct
+
+
 def _hardware(graph: KnowledgeGraph, ids: set[str]) -> set[str]:
     return {i for i in ids if graph.entity(i).type == NodeType.HARDWARE}
-

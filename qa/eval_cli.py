@@ -83,6 +83,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         concurrency=args.concurrency,
         k=args.k,
         dense=not args.no_dense,
+        batch_embed=args.batch_embed,
         progress=not args.no_progress,
     )
     outcome = run_eval(options, log=lambda line: print(line, file=sys.stderr))
@@ -112,6 +113,11 @@ def register(
     p.add_argument("-k", "--k", type=int, default=_DEFAULT_K, help="retrieval recall@k cut-off")
     p.add_argument(
         "--no-dense", action="store_true", help="skip the embedding model (lexical + graph)"
+    )
+    p.add_argument(
+        "--batch-embed",
+        action="store_true",
+        help="embed all questions in batches first (faster; latencies then exclude embedding)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--lexicon", type=Path, action="append", help="extra alias lexicon file")

@@ -62,6 +62,7 @@ class ReportData(BaseModel):
     golds: list[GoldQuestion]
     systems: list[SystemResult]
     problems: list[LineProblem] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="how the run was made")
 
 
 def _pct(value: float | None) -> str:
@@ -78,7 +79,8 @@ def _ms(value: float | None) -> str:
 
 
 def _title(title: str, width: int) -> str:
-    return f'<text x="{width / 2}" y="18" text-anchor="middle" font-weight="bold">{escape(title)}</text>'
+    attrs = f'x="{width / 2}" y="18" text-anchor="middle" font-weight="bold"'
+    return f"<text {attrs}>{escape(title)}</text>"
 
 
 def bar_chart(
@@ -87,7 +89,7 @@ def bar_chart(
     """Grouped vertical bars of ratios in 0..1 as an inline SVG (a missing value draws no bar).
 
     >>> svg = bar_chart("acc", ["zh", "en"], {"kgqa": [0.5, None]})
-    >>> svg.startswith("<svg") and svg.count("<rect") == 2  # background + one bar
+    >>> svg.startswith("<svg") and svg.count("<rect") == 3  # background, one bar, one legend key
     True
     """
     height, left, bottom, top = 260, 44, 56, 30
@@ -389,7 +391,8 @@ def render_html(data: ReportData) -> str:
         f"<code>{escape(data.questions_file)}</code> ({len(data.golds)}) · store: "
         f"<code>{escape(data.store)}</code> · {escape(data.created)} · "
         f"recall@k with k={systems[0].summary.k}</p>"
-        "<h2>Overall</h2>"
+        + "".join(f"<p class=meta>{escape(n)}</p>" for n in data.notes)
+        + "<h2>Overall</h2>"
         + _table(["metric", *names], _overall_rows(systems))
         + '<h2>Plots</h2><div class="plots">'
         + "".join(plots)
@@ -420,6 +423,7 @@ def markdown_summary(data: ReportData, html_name: str) -> str:
         "",
         f"{len(data.golds)} questions from `{data.questions_file}`, "
         f"store `{data.store}`, {data.created}. Full report: [{html_name}]({html_name}).",
+        *(f"Note: {n}." for n in data.notes),
         "",
     ]
     lines += ["| metric | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]

@@ -53,7 +53,7 @@ class GoldEvidence(BaseModel):
 
 
 class GoldQuestion(BaseModel):
-    """One line of a question file: only `id` and `question` are required; extra fields are ignored."""
+    """One line of a question file: `id` and `question` are required; extra fields are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -105,8 +105,10 @@ class AnswerText:
         lines: list[str] = []
         if recommendations:
             head = recommendations[0].name
-            others = "、".join(r.name for r in recommendations[1:]) if self.lang == "zh" else ", ".join(
-                r.name for r in recommendations[1:]
+            others = (
+                "、".join(r.name for r in recommendations[1:])
+                if self.lang == "zh"
+                else ", ".join(r.name for r in recommendations[1:])
             )
             lines.append(self._t(f"**推荐：{head}**", f"**Recommendation: {head}**"))
             if others:
@@ -114,7 +116,7 @@ class AnswerText:
             lines.append("")
             lines.append(self._t("依据：", "Why:"))
             for rec, (_node, _score, paths) in zip(recommendations, ranked, strict=False):
-                for path in paths[:2]:
+                for path in paths[:3]:
                     lines.append(f"- **{rec.name}** — {self.reason(path)}")
         if facts:
             lines.append("")

@@ -36,21 +36,33 @@ _ENOUGH_INFORMATION = 2.5
 _RRF_K = 60
 #: Chinese function-word bigrams that say nothing about a situation.
 _STOP_BIGRAMS = frozenset(
-    "需要 什么 哪个 一个 应该 可以 如何 怎么 选择 使用 还是 是否 我们 你的 我的 这个 那个 "
-    "时候 如果 或者 以及 进行 没有 不是 就是 已经 文章".split()
+    ["需要", "什么", "哪个", "一个", "应该", "可以", "如何", "怎么", "选择", "使用", "还是", "是否", "我们", "你的", "我的", "这个", "那个", "时候", "如果", "或者", "以及", "进行", "没有", "不是", "就是", "已经", "文章"]
 )
-_GPU_COUNT = re.compile(r"(\d+)\s*(?:张|块|个)?\s*(?:卡|GPU|gpus|显卡)", re.I)
+_GPU_COUNT = re.compile(
+    r"(超过|多于|大于|至少|少于|不到|more than|over|at least|fewer than|less than|under)?\s*"
+    r"(\d+)\s*(?:张|块|个)?\s*(?:卡|GPU|gpus|显卡)",
+    re.I,
+)
+_MORE = re.compile(r"超过|多于|大于|more than|over", re.I)
+_FEWER = re.compile(r"少于|不到|fewer than|less than|under", re.I)
 _RANGE = re.compile(r"([<>≤≥＜＞])?\s*(\d+)\s*(?:[–\-~～至到]\s*(\d+))?\s*(?:卡|GPU)", re.I)
 
 
 def gpu_count(text: str) -> int | None:
     """The number of GPUs a question states.
 
-    >>> gpu_count("单机 8 张卡训练"), gpu_count("on 16 GPUs"), gpu_count("一张卡")
-    (8, 16, None)
+    >>> gpu_count("单机 8 张卡训练"), gpu_count("on 16 GPUs"), gpu_count("more than 64 GPUs")
+    (8, 16, 65)
     """
     match = _GPU_COUNT.search(text)
-    return int(match.group(1)) if match else None
+    if match is None:
+        return None
+    count = int(match.group(2))
+    if match.group(1) and _MORE.fullmatch(match.group(1)):
+        return count + 1
+    if match.group(1) and _FEWER.fullmatch(match.group(1)):
+        return max(count - 1, 0)
+    return count
 
 
 def in_scale(count: int, name: str) -> bool:
@@ -93,7 +105,10 @@ def path_from_relations(relations: list[Relation], score: float = 0.0) -> GraphP
     return GraphPath(
         edges=[
             PathEdge(
-                source=r.source, relation=r.relation.value, target=r.target, evidence=list(r.evidence)
+                source=r.source,
+                relation=r.relation.value,
+                target=r.target,
+                evidence=list(r.evidence),
             )
             for r in relations
         ],
@@ -134,22 +149,47 @@ class Retriever:
         return {f: math.log(1 + total / c) for f, c in counts.items()}
 
     @cached_property
-    def _facets(self) -> dict[str, tuple[set[str], set[str]]]:
-        """Per situation node: (terms + named entity ids, CJK bigrams)."""
+    def _facets(self) -> dict[str, list[tuple[set[str], set[str]]]]:
+        """Per situation node, per alternative ("A/B、C" lists three): (keys, CJK bigrams).
+
+        The first entry is the whole name; a question matching any one alternative matches the
+        situation.
+        """
         facets = {}
         for entity in self.graph.entities():
             if entity.type not in _SITUATION_TYPES:
                 continue
             if entity.type == NodeType.HARDWARE and not any(
-                r.relation == RelationType.RECOMMENDED_FOR for r in self.graph.out_relations(entity.id)
+                r.relation == RelationType.RECOMMENDED_FOR
+                for r in self.graph.out_relations(entity.id)
             ):
                 continue
             names = " ".join([entity.name, *entity.aliases])
-            keys = self.lexicon.term_keys(names)
-            keys |= {m.key for m in self.lexicon.entity_mentions(names)}
-            keys.discard(entity.id)
-            facets[entity.id] = (keys, cjk_bigrams(entity.name) - _STOP_BIGRAMS)
+            parts = [names] + [
+                p for p in re.split(r"[/、，,；;：:（）()]", entity.name) if p.strip()
+            ]
+            entries = []
+            for part in dict.fromkeys(parts):
+                keys = self.lexicon.term_keys(part) | {
+                    m.key for m in self.lexicon.entity_mentions(part)
+                }
+                keys.discard(entity.id)
+                grams = cjk_bigrams(part) - _STOP_BIGRAMS
+                if keys or grams:
+                    entries.append((keys, grams))
+            facets[entity.id] = entries
         return facets
+
+    @cached_property
+    def _facet_weights(self) -> dict[str, float]:
+        """Inverse document frequency of each facet over the situations (rare facets weigh more)."""
+        counts: dict[str, int] = {}
+        for entries in self._facets.values():
+            keys, grams = entries[0] if entries else (set(), set())
+            for facet in keys | grams:
+                counts[facet] = counts.get(facet, 0) + 1
+        total = max(len(self._facets), 1)
+        return {f: math.log(1 + total / c) for f, c in counts.items()}
 
     def situation_scores(self, question: Question) -> dict[str, float]:
         """Situations the question matches, scored 0..1.
@@ -163,24 +203,46 @@ class Retriever:
         weights = self._facet_weights
         gpus = gpu_count(question.text)
         scores: dict[str, float] = {}
-        for node, (facet_keys, facet_grams) in self._facets.items():
+        for node, entries in self._facets.items():
             if node in question.entity_ids:
                 scores[node] = 1.0
                 continue
-            if gpus is not None and in_scale(gpus, self.graph.entity(node).name):
-                scores[node] = 1.0
+            name = self.graph.entity(node).name
+            if _RANGE.search(name):
+                # a scale ("8–64 卡") matches a stated GPU count, never the mere word "GPU"
+                if gpus is not None and in_scale(gpus, name):
+                    scores[node] = 1.0
                 continue
-            parts = []
-            for facets, have in ((facet_keys, keys), (facet_grams, grams)):
-                if not facets:
-                    continue
-                total = sum(weights.get(f, 1.0) for f in facets)
-                matched = sum(weights.get(f, 1.0) for f in facets & have)
-                parts.append((matched / total) * min(1.0, matched / _ENOUGH_INFORMATION))
-            score = sum(parts) / len(parts) if parts else 0.0
+            score = 0.0
+            for index, (facet_keys, facet_grams) in enumerate(entries):
+                parts = []
+                for facets, have in ((facet_keys, keys), (facet_grams, grams)):
+                    if not facets:
+                        continue
+                    total = sum(weights.get(f, 1.0) for f in facets)
+                    matched = sum(weights.get(f, 1.0) for f in facets & have)
+                    parts.append((matched / total) * min(1.0, matched / _ENOUGH_INFORMATION))
+                part_score = sum(parts) / len(parts) if parts else 0.0
+                score = max(score, part_score if index == 0 else 0.9 * part_score)
             if score >= _SEED_THRESHOLD:
                 scores[node] = round(score, 4)
-        return scores
+        return self._prefer_specific(scores)
+
+    def _prefer_specific(self, scores: dict[str, float]) -> dict[str, float]:
+        """A matched refinement ("实验追踪（本地）") halves its matched parent ("实验追踪")."""
+        names = {node: self.graph.entity(node).name for node in scores}
+        adjusted = dict(scores)
+        for parent, parent_name in names.items():
+            for child, child_name in names.items():
+                if (
+                    child != parent
+                    and len(child_name) > len(parent_name)
+                    and child_name.startswith(parent_name)
+                    and child_name[len(parent_name)] in "（(：:"
+                    and scores[child] >= 0.6
+                ):
+                    adjusted[parent] = scores[parent] * 0.5
+        return adjusted
 
     # -- chunks -------------------------------------------------------------------------------
     def _embedder_or_none(self) -> Embedder | None:
@@ -198,7 +260,9 @@ class Retriever:
             fused[cid] = fused.get(cid, 0.0) + 1.0 / (_RRF_K + rank)
         embedder = self._embedder_or_none()
         if embedder is not None and self.dense is not None:
-            for rank, (cid, _score) in enumerate(self.dense.search_text(question.text, embedder, 2 * k)):
+            for rank, (cid, _score) in enumerate(
+                self.dense.search_text(question.text, embedder, 2 * k)
+            ):
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (_RRF_K + rank)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
         hits = []
@@ -207,8 +271,13 @@ class Retriever:
             if chunk is not None:
                 hits.append(
                     RetrievedChunk(
-                        id=chunk.id, doc=chunk.doc, start=chunk.start, end=chunk.end, text=chunk.text,
-                        heading_path=chunk.heading_path, score=round(score * _RRF_K, 4),
+                        id=chunk.id,
+                        doc=chunk.doc,
+                        start=chunk.start,
+                        end=chunk.end,
+                        text=chunk.text,
+                        heading_path=chunk.heading_path,
+                        score=round(score * _RRF_K, 4),
                     )
                 )
         return hits
@@ -241,7 +310,9 @@ class Retriever:
                 support += chunk.score
         return support
 
-    def retrieve(self, question: Question, *, max_paths: int = 24, k_chunks: int = 6) -> EvidenceBundle:
+    def retrieve(
+        self, question: Question, *, max_paths: int = 24, k_chunks: int = 6
+    ) -> EvidenceBundle:
         """The typed evidence bundle for a question."""
         situations = self.situation_scores(question)
         linked = {e: 1.0 for e in question.entity_ids if e in self.graph}
@@ -261,6 +332,9 @@ class Retriever:
 
         for seed, weight in seeds.items():
             for rel in self.graph.out_relations(seed):
+                if rel.target in seeds:
+                    # an edge between two things the question names is the most direct evidence
+                    add([rel], 2 * weight * seeds[rel.target])
                 add([rel], weight)
                 for onward in self.graph.out_relations(rel.target):
                     if onward.target in seeds and onward.target != seed:

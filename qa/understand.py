@@ -20,15 +20,21 @@ from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
 from qa.schema import Language, QuestionKind
 
-__all__ = ["LinkedEntity", "Question", "QuestionReader", "MAX_QUESTION_CHARS"]
+__all__ = ["MAX_QUESTION_CHARS", "LinkedEntity", "Question", "QuestionReader"]
 
 MAX_QUESTION_CHARS = 2000
 
 #: Entity types a question is about (an unknown criterion or concept is not a topic).
 _TOPIC_TYPES = frozenset(
     {
-        NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL,
-        NodeType.HARDWARE, NodeType.MODEL, NodeType.ORGANIZATION, NodeType.FORMAT,
+        NodeType.FRAMEWORK,
+        NodeType.LIBRARY,
+        NodeType.INFERENCE_ENGINE,
+        NodeType.TOOL,
+        NodeType.HARDWARE,
+        NodeType.MODEL,
+        NodeType.ORGANIZATION,
+        NodeType.FORMAT,
     }
 )
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -39,17 +45,37 @@ _INJECTION = re.compile(
     re.I,
 )
 _KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
-    (QuestionKind.CHOOSE, re.compile(
-        r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|which (?:\w+ )?(?:should|to use|is best)|"
-        r"what should i (?:use|pick|choose|learn)|recommend", re.I)),
-    (QuestionKind.COMPARE, re.compile(
-        r"\bvs\.?\b|versus|对比|比较|区别|差异|哪个更|compare|comparison|differ|better than|"
-        r"\bor\b.*\?|还是", re.I)),
-    (QuestionKind.HOW_TO, re.compile(
-        r"怎么(?!选)|如何(?!选)|how (?:do|to|can)|命令|代码|示例|example|snippet|launch|启动", re.I)),
-    (QuestionKind.FACT, re.compile(
-        r"是什么|什么是|多少|几倍|机制|原理|what (?:is|are|does)|how (?:much|many|fast)|"
-        r"which .* (?:support|use)|定位|特点|作用|评分|几颗星|rating|stars?", re.I)),
+    (
+        QuestionKind.CHOOSE,
+        re.compile(
+            r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|which (?:\w+ )?(?:should|to use|is best)|"
+            r"what should i (?:use|pick|choose|learn)|recommend",
+            re.I,
+        ),
+    ),
+    (
+        QuestionKind.COMPARE,
+        re.compile(
+            r"\bvs\.?\b|versus|对比|比较|区别|差异|差别|不同|异同|哪个更|compare|comparison|differ|better than|"
+            r"\bor\b.*\?|还是",
+            re.I,
+        ),
+    ),
+    (
+        QuestionKind.HOW_TO,
+        re.compile(
+            r"怎么(?!选)|如何(?!选)|how (?:do|to|can)|命令|代码|示例|example|snippet|launch|启动",
+            re.I,
+        ),
+    ),
+    (
+        QuestionKind.FACT,
+        re.compile(
+            r"是什么|什么是|多少|几倍|机制|原理|what (?:is|are|does)|how (?:much|many|fast)|"
+            r"which .* (?:support|use)|定位|特点|作用|评分|几颗星|rating|stars?",
+            re.I,
+        ),
+    ),
 ]
 
 
@@ -93,7 +119,9 @@ def clean_question(text: object) -> str:
         ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else "" for ch in text
     ).strip()
     if not cleaned:
-        raise QuestionError("the question is empty: ask something, e.g. “我是零基础，先学哪个框架？”")
+        raise QuestionError(
+            "the question is empty: ask something, e.g. “我是零基础，先学哪个框架？”"
+        )
     if len(cleaned) > MAX_QUESTION_CHARS:
         raise QuestionError(
             f"the question is {len(cleaned)} characters long; the limit is {MAX_QUESTION_CHARS}: "
@@ -146,7 +174,12 @@ class QuestionReader:
                 if len(normalize_name(name)) >= 2 and len(name) <= 30:
                     names.setdefault(normalize_name(name), entity.id)
         surfaces = sorted(
-            {n for e in self.graph.entities() for n in [e.name, *e.aliases] if normalize_name(n) in names},
+            {
+                n
+                for e in self.graph.entities()
+                for n in [e.name, *e.aliases]
+                if normalize_name(n) in names
+            },
             key=len,
             reverse=True,
         )
@@ -172,9 +205,27 @@ class QuestionReader:
         for mention in self.lexicon.entity_mentions(text):
             covered.append((mention.start, mention.end))
             if mention.key in self.graph:
-                linked.append(LinkedEntity(id=mention.key, surface=mention.surface, how="lexicon", start=mention.start))
-            elif self.lexicon.entries[mention.key].type in _TOPIC_TYPES:
+                linked.append(
+                    LinkedEntity(
+                        id=mention.key, surface=mention.surface, how="lexicon", start=mention.start
+                    )
+                )
+            elif self.lexicon.entries[mention.key].type in _TOPIC_TYPES and not self._named_within(
+                mention.key
+            ):
                 unknown.append(self.lexicon.entries[mention.key].name)
+        compact = re.sub(r"(?<=[A-Za-z])\s+(?=[A-Za-z])", "", text)
+        if compact != text:
+            # "v llm", "open vino": spacing typos inside a name
+            known = {e.id for e in linked}
+            for mention in self.lexicon.entity_mentions(compact):
+                if mention.key in self.graph and mention.key not in known:
+                    known.add(mention.key)
+                    linked.append(
+                        LinkedEntity(
+                            id=mention.key, surface=mention.surface, how="lexicon", start=len(text)
+                        )
+                    )
         pattern, names = self._graph_names
         for match in pattern.finditer(text):
             if any(s < match.end() and match.start() < e for s, e in covered):
@@ -182,10 +233,14 @@ class QuestionReader:
             node = names.get(normalize_name(match.group(0)))
             if node is not None:
                 covered.append((match.start(), match.end()))
-                linked.append(LinkedEntity(id=node, surface=match.group(0), how="graph", start=match.start()))
+                linked.append(
+                    LinkedEntity(id=node, surface=match.group(0), how="graph", start=match.start())
+                )
         linked.extend(self._fuzzy(text, covered))
         linked.sort(key=lambda e: e.start)
-        solution_mentions = len({e.id for e in linked if not e.id.startswith(("scenario", "persona", "criterion"))})
+        solution_mentions = len(
+            {e.id for e in linked if not e.id.startswith(("scenario", "persona", "criterion"))}
+        )
         return Question(
             text=text,
             language=detect_language(text),
@@ -195,6 +250,13 @@ class QuestionReader:
             terms=self._terms(text),
             injection=bool(_INJECTION.search(text)),
         )
+
+    def _named_within(self, key: str) -> bool:
+        """Whether a lexicon entity absent from the graph is part of a graph name ("Intel" in
+        "Intel Hardware"): then the sources do speak of it."""
+        entry = self.lexicon.entries[key]
+        surfaces = {normalize_name(s) for s in entry.surfaces}
+        return any(any(s and s in name for s in surfaces) for name in self._graph_names[1])
 
     def _terms(self, text: str) -> set[str]:
         """Thesaurus keys, plus `multi-gpu` when the question states two or more GPUs."""
@@ -216,11 +278,15 @@ class QuestionReader:
                 continue
             if self.lexicon.term_keys(match.group(0)):
                 continue
-            best = process.extractOne(word, list(self._fuzzy_choices), scorer=fuzz.ratio, score_cutoff=80)
+            best = process.extractOne(
+                word, list(self._fuzzy_choices), scorer=fuzz.ratio, score_cutoff=88
+            )
             if best is not None:
                 found.append(
                     LinkedEntity(
-                        id=self._fuzzy_choices[best[0]], surface=match.group(0), how="fuzzy",
+                        id=self._fuzzy_choices[best[0]],
+                        surface=match.group(0),
+                        how="fuzzy",
                         start=match.start(),
                     )
                 )

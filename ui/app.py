@@ -1,7 +1,8 @@
 """The Gradio app: chat with grounded answers, the evidence beside it, a graph explorer, an API.
 
-`build_app(assistant)` returns the Blocks; `launch_app(...)` serves it with safe defaults (127.0.0.1,
-optional authentication, no files served from outside the app, no analytics, no share link).
+`build_app(assistant)` returns the Blocks; `launch_app(...)` serves it with safe defaults
+(127.0.0.1, optional authentication, no files served from outside the app, no analytics, no
+share link).
 
 The chat streams: the graph composer's answer appears at once, then, when the assistant has an LLM,
 the LLM's text streams in below it and its verified final answer replaces it. The endpoint
@@ -16,13 +17,15 @@ from typing import Any
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-import gradio as gr  # noqa: E402  (analytics must be off before gradio is imported)
+# analytics must be off before gradio is imported
+import gradio as gr
+from gradio.events import api as gradio_api
 
-from kg.errors import QuestionError  # noqa: E402
-from qa.api import Assistant  # noqa: E402
-from qa.schema import Answer, PathEdge  # noqa: E402
-from ui.graphview import edges_svg  # noqa: E402
-from ui.panels import (  # noqa: E402
+from kg.errors import QuestionError
+from qa.api import Assistant
+from qa.schema import Answer, PathEdge
+from ui.graphview import edges_svg
+from ui.panels import (
     CSS,
     Lang,
     answer_panel,
@@ -34,7 +37,7 @@ from ui.panels import (  # noqa: E402
     t,
     text_lang,
 )
-from ui.session import ChatState, resolve_question  # noqa: E402
+from ui.session import ChatState, resolve_question
 
 __all__ = ["DEFAULT_EXAMPLES", "build_app", "explore", "find_entity", "launch_app"]
 
@@ -57,21 +60,25 @@ def find_entity(assistant: Assistant, query: str) -> str | None:
     query = query.strip()
     if not query:
         return None
-    if query in graph:
-        return query
-    node = graph.find(query)
-    if node is None:
-        entry = assistant.lexicon.lookup(query)
-        node = entry.id if entry is not None and entry.id in graph else None
-    if node is None:
-        folded = query.casefold()
+    entry = assistant.lexicon.lookup(query)
+    surfaces = [query, *([entry.name, *entry.aliases] if entry is not None else [])]
+    for surface in surfaces:
+        node = surface if surface in graph else graph.find(surface)
+        if node is not None:
+            return node
+    if entry is not None and entry.id in graph:
+        return entry.id
+    # a lexicon entity absent from the graph (an organisation) still finds the nodes named after it
+    for surface in surfaces:
+        folded = surface.casefold()
         hits = sorted(
             (len(e.name), e.id)
             for e in graph.entities()
             if folded in e.name.casefold() or any(folded in a.casefold() for a in e.aliases)
         )
-        node = hits[0][1] if hits else None
-    return node
+        if hits:
+            return hits[0][1]
+    return None
 
 
 def _edges_of(assistant: Assistant, node: str) -> list[PathEdge]:
@@ -92,7 +99,9 @@ def explore(assistant: Assistant, query: str) -> tuple[str, str]:
     edges = _edges_of(assistant, node)[:_EXPLORER_EDGE_LIMIT]
     name = assistant.graph.entity(node).name
     svg = edges_svg(assistant.graph, edges[:_PICTURE_EDGE_LIMIT], lang, focus=node, title=name)
-    return subgraph_panel(svg, lang), explorer_panel(assistant.graph, node, edges, lang)
+    return subgraph_panel(svg, lang, "neighbourhood"), explorer_panel(
+        assistant.graph, node, edges, lang
+    )
 
 
 def _question_lang(assistant: Assistant, text: str) -> Lang:
@@ -117,7 +126,9 @@ def chat_turn(
         return
     asked = resolve_question(assistant, message, state.previous)
     lang = _question_lang(assistant, asked)
-    reading = "" if asked == message else f"_({'理解为' if lang == 'zh' else 'read as'}: {asked})_\n\n"
+    reading = (
+        "" if asked == message else f"_({'理解为' if lang == 'zh' else 'read as'}: {asked})_\n\n"
+    )
     history = [*history, {"role": "user", "content": message}]
     state = ChatState(questions=[*state.questions, asked])
     yield [*history, {"role": "assistant", "content": "…"}], "", "", state, ""
@@ -134,7 +145,8 @@ def chat_turn(
                 llm_text = answer.answer
             else:
                 graph_text = reading + answer.answer
-            panel = answer_panel(assistant.graph, answer, lang)
+            turn = len(state.questions)  # lets a page (and the browser tests) tell turns apart
+            panel = f'<div data-turn="{turn}">{answer_panel(assistant.graph, answer, lang)}</div>'
             picture = _cited_picture(assistant, answer, lang)
         messages = [*history, {"role": "assistant", "content": graph_text}]
         if llm_text:
@@ -157,27 +169,29 @@ def build_app(
     concurrency: int = 8,
 ) -> gr.Blocks:
     """The Blocks app over one assistant (which is read-only and thread-safe)."""
+    demo: gr.Blocks
     with gr.Blocks(title="kgqa", analytics_enabled=False) as demo:
         gr.HTML(status_line(assistant.status()), elem_id="kgqa-status-line")
-        with gr.Tab("Ask 提问", id="ask"):
-            with gr.Row():
-                with gr.Column(scale=5):
-                    chatbot = gr.Chatbot(
-                        elem_id="kgqa-chat", height=520, label="kgqa", feedback_options=None
-                    )
-                    question = gr.Textbox(
-                        elem_id="kgqa-question",
-                        show_label=False,
-                        placeholder="问一个选型问题… / Ask a selection question…",
-                        lines=1,
-                    )
-                    with gr.Row():
-                        send = gr.Button("Ask 提问", variant="primary", elem_id="kgqa-send")
-                        clear = gr.Button("New chat 新对话", elem_id="kgqa-clear")
-                    gr.Examples(examples=[[q] for q in examples], inputs=question, label="Examples 示例")
-                with gr.Column(scale=4):
-                    panel = gr.HTML(elem_id="kgqa-answer")
-                    picture = gr.HTML(elem_id="kgqa-picture")
+        with gr.Tab("Ask 提问", id="ask"), gr.Row():
+            with gr.Column(scale=5):
+                chatbot = gr.Chatbot(
+                    elem_id="kgqa-chat", height=520, label="kgqa", feedback_options=None
+                )
+                question = gr.Textbox(
+                    elem_id="kgqa-question",
+                    show_label=False,
+                    placeholder="问一个选型问题… / Ask a selection question…",
+                    lines=1,
+                )
+                with gr.Row():
+                    send = gr.Button("Ask 提问", variant="primary", elem_id="kgqa-send")
+                    clear = gr.Button("New chat 新对话", elem_id="kgqa-clear")
+                gr.Examples(
+                    examples=[[q] for q in examples], inputs=question, label="Examples 示例"
+                )
+            with gr.Column(scale=4):
+                panel = gr.HTML(elem_id="kgqa-answer")
+                picture = gr.HTML(elem_id="kgqa-picture")
         with gr.Tab("Graph explorer 图谱浏览", id="explore"):
             with gr.Row():
                 search = gr.Textbox(
@@ -188,17 +202,13 @@ def build_app(
             entity_panel = gr.HTML(elem_id="kgqa-entity-panel")
         state = gr.State(ChatState())
 
-        def turn(
-            message: str, history: list[Message], session: ChatState
-        ) -> Iterator[ChatOutputs]:
+        def turn(message: str, history: list[Message], session: ChatState) -> Iterator[ChatOutputs]:
             yield from chat_turn(assistant, message, history or [], session)
 
         outputs = [chatbot, panel, picture, state, question]
         for trigger in (send.click, question.submit):
             trigger(turn, [question, chatbot, state], outputs, api_visibility="private")
-        clear.click(
-            lambda: ([], "", "", ChatState(), ""), None, outputs, api_visibility="private"
-        )
+        clear.click(lambda: ([], "", "", ChatState(), ""), None, outputs, api_visibility="private")
         for trigger in (go.click, search.submit):
             trigger(
                 lambda q: explore(assistant, q),
@@ -206,7 +216,7 @@ def build_app(
                 [entity_picture, entity_panel],
                 api_visibility="private",
             )
-        gr.api(_ask_endpoint(assistant), api_name="ask")
+        gradio_api(_ask_endpoint(assistant), api_name="ask")
     demo.queue(default_concurrency_limit=concurrency)
     return demo
 

@@ -112,13 +112,11 @@ def _layers(edges: Sequence[PathEdge]) -> dict[str, int]:
 
 
 def layered_layout(graph: KnowledgeGraph, edges: Sequence[PathEdge]) -> list[NodeBox]:
-    """Nodes in columns by path depth, rows ordered by name: the same edges draw the same picture."""
+    """Nodes in columns by path depth, rows by name: the same edges draw the same picture."""
     columns: dict[int, list[str]] = defaultdict(list)
     for node, column in _layers(edges).items():
         columns[column].append(node)
-    widths = {
-        c: max(_box(graph, n, 0, 0).w for n in nodes) for c, nodes in sorted(columns.items())
-    }
+    widths = {c: max(_box(graph, n, 0, 0).w for n in nodes) for c, nodes in sorted(columns.items())}
     boxes: list[NodeBox] = []
     x = 20.0
     tallest = max(len(nodes) for nodes in columns.values())

@@ -118,7 +118,9 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
             f'<div class="kgqa-conflict"><b>{t("conflict", lang)}</b><ul>{items}</ul></div>'
         )
     if answer.citations:
-        parts.append(f'<h4>{t("citations", lang)} ({len(answer.citations)})</h4><ol class="kgqa-citations">')
+        parts.append(
+            f'<h4>{t("citations", lang)} ({len(answer.citations)})</h4><ol class="kgqa-citations">'
+        )
         for citation in answer.citations:
             edges = "".join(_edge_html(graph, e, lang) for e in citation.path)
             parts.append(f'<li class="kgqa-citation">{edges}</li>')
@@ -128,7 +130,9 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
     if answer.snippets:
         parts.append(f"<h4>{t('snippets', lang)}</h4>")
         for snippet in answer.snippets:
-            status = snippet.status if snippet.status in ("passed", "failed", "skipped") else "skipped"
+            status = (
+                snippet.status if snippet.status in ("passed", "failed", "skipped") else "skipped"
+            )
             parts.append(
                 f'<div class="kgqa-snippet"><span class="kgqa-badge kgqa-{status}">'
                 f"{t(status, lang)}</span> <small>{escape(snippet.detail)}</small>"
@@ -136,7 +140,10 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
             )
     if answer.notes:
         notes = "".join(f"<li>{escape(n)}</li>" for n in answer.notes)
-        parts.append(f'<details class="kgqa-notes"><summary>{t("notes", lang)}</summary><ul>{notes}</ul></details>')
+        parts.append(
+            f'<details class="kgqa-notes"><summary>{t("notes", lang)}</summary>'
+            f"<ul>{notes}</ul></details>"
+        )
     parts.append(
         f'<div class="kgqa-backend">{t("backend", lang)}: {escape(answer.backend)} · '
         f"{answer.latency_ms:.0f} ms</div></div>"
@@ -144,11 +151,11 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
     return "".join(parts)
 
 
-def subgraph_panel(svg: str, lang: Lang) -> str:
-    """The subgraph picture with its heading; empty when nothing was cited."""
+def subgraph_panel(svg: str, lang: Lang, heading: str = "subgraph") -> str:
+    """The subgraph picture under a heading (a `t` key); empty when there is nothing to draw."""
     if not svg:
         return ""
-    return f'<div class="kgqa-subgraph" id="kgqa-subgraph"><h4>{t("subgraph", lang)}</h4>{svg}</div>'
+    return f'<div class="kgqa-subgraph" id="kgqa-subgraph"><h4>{t(heading, lang)}</h4>{svg}</div>'
 
 
 def explorer_panel(graph: KnowledgeGraph, node: str, edges: list[PathEdge], lang: Lang) -> str:

@@ -6,6 +6,7 @@ have kgqa's own dependencies. Usage: ``python qa/llm/convert_gguf.py MODEL.gguf 
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,13 @@ from typing import Any
 
 def convert(gguf: Path, out_dir: Path) -> None:
     """Dequantise ``gguf`` with transformers and save model + tokenizer under ``out_dir``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model: Any = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, torch_dtype=torch.float32
+    # Imported by name: keeps the type checker out of torch/transformers (huge, slow to analyse).
+    torch: Any = importlib.import_module("torch")
+    transformers: Any = importlib.import_module("transformers")
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
     )
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # The weights are plain tensors now; a leftover quantizer would make save/load expect GGUF.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):

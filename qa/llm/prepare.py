@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "MODELS",
     "ModelSpec",
+    "add_prepare_arguments",
     "cache_dir_default",
     "cmd_prepare",
     "convert_for_vllm",

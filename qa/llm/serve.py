@@ -33,6 +33,7 @@ from qa.llm.prepare import DEFAULT_MODEL, MODELS, cache_dir_default, convert_for
 __all__ = [
     "Engine",
     "ServerHandle",
+    "add_serve_arguments",
     "cmd_serve",
     "find_vllm_python",
     "free_port",

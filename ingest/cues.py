@@ -1,0 +1,143 @@
+"""Recommendations stated in running prose, found by cue words around entity mentions.
+
+- `situation，首选 X` / `新项目优先考虑 X 或 Y`: the text before the cue (or the segment before) is
+  the situation, the names right after the cue are recommended;
+- `如果你追求…，X 是首选` / `…，X 和 Y 更适合`: names before a suitability cue are recommended for
+  the segment before;
+- `团队都是 X 高手，别非要切换到 Y`: Y is not recommended there, X is kept.
+
+Segments are split at commas outside quotes and parentheses. Generic patterns, no article facts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ingest.patterns import RECOMMEND_CUE
+from ingest.resolve import DocumentEntities
+from kg.lexicon import Mention
+from kg.schema import SOLUTION_TYPES, Evidence, NodeType, RelationType
+
+__all__ = ["cue_recommendations", "segments"]
+
+SUITS_AFTER = re.compile(
+    r"更适合|最适合|是首选|很好|更好|最好|是王者|是未来趋势|"
+    r"\b(?:is|are) (?:the )?(?:best|better|first choice|a good fit)\b|\bsuits?\b",
+    re.I,
+)
+NEGATED_SWITCH = re.compile(
+    r"(?:别|不要|不必|没必要|无需|don't|do not|no need to)\s*(?:非要|一定要|急着)?\s*"
+    r"(?:切换到|换到|换成|切到|转到|switch(?:ing)? to|move to|migrate to)",
+    re.I,
+)
+_LEAD = re.compile(
+    r"^[\s•\-*\d.、]*(?:但是?|而且?|所以|因此|不过|则)?\s*"
+    r"(?:如果你?|若是?|假如|要是|当你?|对于|if you|if|when|for|but|so)?\s*",
+    re.I,
+)
+_SEPARATOR = re.compile(r"^[\s、,，/+和或与及and or]*$", re.I)
+_CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
+
+
+def segments(text: str) -> list[tuple[int, int]]:
+    """Comma-separated segments outside quotes and parentheses, as spans.
+
+    >>> t = "如果你喜欢“完全掌控，甚至定义规则”，PyTorch和JAX更适合"
+    >>> [t[s:e] for s, e in segments(t)]
+    ['如果你喜欢“完全掌控，甚至定义规则”', 'PyTorch和JAX更适合']
+    """
+    spans: list[tuple[int, int]] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch in '“（(「《"' and not (ch == '"' and depth):
+            depth += 1
+        elif ch in "”）)」》" or (ch == '"' and depth):
+            depth = max(0, depth - 1)
+        elif ch in "，," and depth == 0:
+            spans.append((start, i))
+            start = i + 1
+    spans.append((start, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def _situation_text(text: str) -> str:
+    name = _LEAD.sub("", text).strip(' “”"「」：:。')
+    name = re.sub(r"(?:优先|首先|最好|[先再就也还都则要应可])+$", "", name)
+    return name if 2 <= len(name) <= 48 else ""
+
+
+def _listed_after(mentions: list[tuple[Mention, str]], text: str, start: int) -> list[str]:
+    """The choosable names listed right after position `start` ("首选 A、B 或 C")."""
+    chosen: list[str] = []
+    last = start
+    for mention, eid in mentions:
+        if mention.start < start:
+            continue
+        gap = text[last : mention.start]
+        if chosen and not _SEPARATOR.match(gap):
+            break
+        if not chosen and len(gap.strip()) > 6:
+            break
+        chosen.append(eid)
+        last = mention.end
+    return chosen
+
+
+def cue_recommendations(
+    found: DocumentEntities,
+    start: int,
+    clause: str,
+    ev: Evidence,
+    context_term: str | None = None,
+) -> None:
+    """Relations from cue words in one clause (see the module docstring)."""
+    spans = segments(clause)
+    for index, (s, e) in enumerate(spans):
+        seg = clause[s:e]
+        mentions = [
+            (m, eid)
+            for m, eid in found.mentions(start + s, start + e)
+            if found.type_of(eid) in _CHOOSABLE
+        ]
+        previous = (
+            _situation_text(clause[spans[index - 1][0] : spans[index - 1][1]]) if index else ""
+        )
+        negated = NEGATED_SWITCH.search(seg)
+        if negated and previous:
+            situation = found.situation(previous, ev)
+            targets = _listed_after(mentions, seg, negated.end())
+            if situation is not None and targets:
+                for target in targets:
+                    found.relate(situation, RelationType.NOT_RECOMMENDED, target, ev)
+                for _m, kept in found.mentions(
+                    start + spans[index - 1][0], start + spans[index - 1][1]
+                ):
+                    if found.type_of(kept) in _CHOOSABLE:
+                        found.relate(
+                            situation, RelationType.RECOMMENDED_FOR, kept, ev, value="keep"
+                        )
+            continue
+        suits = SUITS_AFTER.search(seg)
+        if suits and previous:
+            before = [eid for m, eid in mentions if m.end <= suits.start()]
+            if before:
+                situation = found.situation(previous, ev)
+                for target in before if situation else []:
+                    found.relate(situation, RelationType.RECOMMENDED_FOR, target, ev)  # type: ignore[arg-type]
+                continue
+        cue = RECOMMEND_CUE.search(seg)
+        if cue is None:
+            continue
+        targets = _listed_after(mentions, seg, cue.end())
+        if not targets:
+            continue
+        prefix = seg[: cue.start()]
+        if any(m.start < cue.start() for m, _ in mentions):
+            continue
+        name = _situation_text(prefix) or previous
+        if context_term:
+            name = f"{context_term}（{name}）" if name else context_term
+        situation = found.situation(name, ev) if name else None
+        for target in targets if situation else []:
+            found.relate(situation, RelationType.RECOMMENDED_FOR, target, ev)  # type: ignore[arg-type]

@@ -1,0 +1,77 @@
+"""Chat turns over a real store: follow-ups keep context; an LLM's text streams after the graph
+answer. The LLM here is a scripted `LLMAnswerer` (no model server is needed to test the streaming
+order; the real answerer goes through the same seam)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from qa.api import Assistant, LLMAnswerer
+from qa.schema import Answer, EvidenceBundle
+from qa.understand import Question
+from ui.app import chat_turn, explore
+from ui.session import ChatState, resolve_question
+
+
+class ScriptedLLM(LLMAnswerer):
+    """Streams three deltas, then the draft with its text replaced."""
+
+    name = "scripted"
+
+    def stream(
+        self, question: Question, bundle: EvidenceBundle, draft: Answer
+    ) -> Iterator[str | Answer]:
+        yield from ("LLM ", "says ", "PyTorch.")
+        yield draft.model_copy(update={"answer": "LLM final: PyTorch.", "backend": "llm:scripted"})
+
+
+@pytest.fixture(scope="module")
+def assistant(store_dir: Path) -> Assistant:
+    return Assistant.open(store_dir, dense=False)
+
+
+def test_follow_up_is_read_with_the_previous_question(assistant: Assistant) -> None:
+    first = "Which framework should I use for research?"
+    assert resolve_question(assistant, first, None) == first
+    assert resolve_question(assistant, "and for inference?", first) == f"{first} and for inference?"
+    assert (
+        resolve_question(assistant, "那推理呢？", "研究选什么框架？")
+        == "研究选什么框架？ 那推理呢？"
+    )
+    own = "What should I use on TPU?"
+    assert resolve_question(assistant, own, first) == own
+
+
+def test_chat_turn_without_llm_gives_one_grounded_answer(assistant: Assistant) -> None:
+    question = "Which framework should I use for research?"
+    steps = list(chat_turn(assistant, question, [], ChatState()))
+    messages, panel, picture, state, box = steps[-1]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert "Recommendation" in messages[1]["content"]
+    assert "kgqa-recommendation" in panel and "<svg" in picture
+    assert state.questions == [question] and box == ""
+    follow = list(chat_turn(assistant, "and for inference?", messages, state))[-1]
+    assert len(follow[0]) == 4 and "read as:" in follow[0][3]["content"]
+
+
+def test_llm_text_streams_after_the_graph_answer(store_dir: Path) -> None:
+    assistant = Assistant.open(store_dir, dense=False, llm=ScriptedLLM())
+    steps = list(chat_turn(assistant, "我想做研究，选哪个框架？", [], ChatState()))
+    contents = [[m["content"] for m in step[0]] for step in steps]
+    assert contents[0][-1] == "…"  # the question shows at once
+    graph_step = next(c for c in contents if len(c) == 3 and "正在补充" in c[2])
+    assert "推荐" in graph_step[1]  # the grounded answer is there before any LLM text
+    assert any(c[-1].endswith("LLM says ") for c in contents)
+    assert contents[-1][-1].endswith("LLM final: PyTorch.")
+    assert "llm:scripted" in steps[-1][1]
+    assert assistant.status().backend == "llm:scripted"
+
+
+def test_explorer_finds_english_and_chinese_names(assistant: Assistant) -> None:
+    picture, panel = explore(assistant, "PyTorch")
+    assert "<svg" in picture and "PyTorch" in panel and "kgqa-quote" in panel
+    picture, panel = explore(assistant, "zzz-unknown")
+    assert picture == "" and "No entity in the graph matches" in panel
