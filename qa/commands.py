@@ -8,6 +8,10 @@ __all__ = ["REGISTRARS"]
 
 REGISTRARS: list[Callable[..., None]] = []
 
+from qa.ask_cli import register as _register_ask  # noqa: E402
+
+REGISTRARS.append(_register_ask)
+
 from qa.eval_cli import register as _register_eval  # noqa: E402
 
 REGISTRARS.append(_register_eval)

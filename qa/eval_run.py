@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from ingest.embed import Embedder, Vectors, make_embedder
+from kg.graph import KnowledgeGraph
 from kg.errors import KGQAError, QuestionError
 from kg.lexicon import Lexicon
 from kg.store import Store
@@ -316,22 +317,18 @@ class KgqaAnswerer:
         return EvalRecord(**answer.model_dump(), retrieved=spans)
 
 
-def resolve_llm(spec: str) -> tuple[LLMAnswerer | None, str]:
-    """The LLM answerer for `--llm SPEC` via the hook `qa.llm.make_llm(spec)`, and a note.
+def resolve_llm(spec: str, graph: KnowledgeGraph) -> tuple[LLMAnswerer | None, str]:
+    """The LLM answerer for `--llm SPEC` (`qa.llm_answer.make_llm`), and a note.
 
-    `none` gives no LLM. When the hook is missing or the LLM cannot be reached, the note says so
-    and the graph composer answers alone.
+    `none` gives no LLM. When the LLM cannot be reached, the note says so and the graph composer
+    answers alone.
     """
     if spec == "none":
         return None, ""
-    hook = getattr(importlib.import_module("qa.llm"), "make_llm", None)
-    if hook is None:
-        return None, (
-            f"--llm {spec}: this build has no LLM hook (qa.llm.make_llm); "
-            "answering with the graph composer only"
-        )
+    from qa.llm_answer import make_llm
+
     try:
-        llm = hook(spec)
+        llm = make_llm(spec, graph)
     except KGQAError as err:
         return None, f"--llm {spec}: {err}; answering with the graph composer only"
     if llm is None:
@@ -419,10 +416,11 @@ def run_eval(options: EvalOptions, *, log: Callable[[str], None] = print) -> Eva
     qset = read_questions(options.questions)
     for problem in qset.problems:
         log(f"{options.questions}:{problem.line}: skipped: {problem.reason}")
-    llm, note = resolve_llm(options.llm)
+    assistant, cache = open_assistant(options.store, options.lexicon, dense=options.dense, llm=None)
+    llm, note = resolve_llm(options.llm, assistant.graph)
     if note:
         log(note)
-    assistant, cache = open_assistant(options.store, options.lexicon, dense=options.dense, llm=llm)
+    assistant.llm = llm
     notes = []
     if options.batch_embed and cache is not None:
         done, _ = read_results(options.out)

@@ -1,0 +1,85 @@
+"""A store built once per test session from the bundled `corpus/`, shared by the QA tests.
+
+Importing the fixtures below into several test modules would make pytest build one store per module
+(each import registers its own fixture), so the store is cached here, at module level, the first
+time a fixture asks for it. It is read-only for every test: nothing writes to it after ingest.
+
+`KGQA_TEST_STORE=DIR` reuses a store already built from `corpus/` (for quick local iterations);
+without it the store is ingested into a session temp directory (~30-90 s on 2 loaded cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from ingest.embed import E5Embedder
+from ingest.pipeline import ingest_corpus
+from kg.lexicon import Lexicon
+from kg.store import Store
+from qa.api import Assistant
+
+__all__ = [
+    "CORPUS",
+    "DEV_QUESTIONS",
+    "ROOT",
+    "assistant",
+    "corpus_store",
+    "dev_questions",
+    "documents_on_disk",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "corpus"
+DEV_QUESTIONS = CORPUS / "dev_questions.jsonl"
+
+_lock = threading.Lock()
+_built: dict[str, Path] = {}
+_assistants: dict[str, Assistant] = {}
+
+
+def _store_path(factory: pytest.TempPathFactory) -> Path:
+    with _lock:
+        if "store" not in _built:
+            given = os.environ.get("KGQA_TEST_STORE")
+            if given and Store.exists(Path(given)):
+                _built["store"] = Path(given)
+            else:
+                root = factory.mktemp("corpus-store") / "store"
+                report = ingest_corpus([CORPUS], root, E5Embedder(), Lexicon.default())
+                assert report.ok, report.failed
+                _built["store"] = root
+        return _built["store"]
+
+
+@pytest.fixture(scope="session")
+def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store directory built from `corpus/` (read-only for tests)."""
+    return _store_path(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    """`Assistant.open(store, dense=False)`, shared: it is read-only after `open`."""
+    path = _store_path(tmp_path_factory)
+    with _lock:
+        if "lexical" not in _assistants:
+            _assistants["lexical"] = Assistant.open(path, dense=False)
+        return _assistants["lexical"]
+
+
+@pytest.fixture(scope="session")
+def dev_questions() -> list[dict[str, object]]:
+    """The public dev set, one dict per line."""
+    lines = DEV_QUESTIONS.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def documents_on_disk() -> dict[str, str]:
+    """The corpus articles as read straight from disk (independent of the store): id -> text."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(CORPUS.glob("*.txt"))}
