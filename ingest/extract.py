@@ -13,6 +13,7 @@ Every relation carries evidence whose quote is the verbatim slice of the documen
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from ingest.cues import cue_recommendations
 from ingest.patterns import (
@@ -198,7 +199,8 @@ def _catalogue_table(found: DocumentEntities, block: Block) -> None:
         for ids in row_subjects
     ]
     ecosystem = _heading_owner(found, block)
-    attributes: list[str | None] = [None] + [
+    attributes: list[str | None] = [None]
+    attributes += [
         found.resolve(h, found.evidence(*sp, block.heading_path), default_type=NodeType.CRITERION)
         for h, sp in zip(header[1:], head_spans[1:], strict=False)
     ]
@@ -310,7 +312,7 @@ def _recommend_names(
         for eid in ids:
             found.relate(situation, RelationType.RECOMMENDED_FOR, eid, ev)
         if "+" in part:
-            for a, b in zip(ids, ids[1:], strict=False):
+            for a, b in pairwise(ids):
                 found.relate(a, RelationType.USED_WITH, b, ev)
 
 
@@ -424,8 +426,8 @@ def _ranking(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> 
     """`研究/写论文：PyTorch >> JAX > TensorFlow` -> RANKS_ABOVE edges under that criterion."""
     mentions = found.lexicon.entity_mentions(clause)
     chain = [mentions[0]] if mentions else []
-    operators = []
-    for prev, cur in zip(mentions, mentions[1:], strict=False):
+    operators: list[str] = []
+    for prev, cur in pairwise(mentions):
         op = RANK_OPERATOR.match(clause[prev.end : cur.start])
         if op is None:
             if len(chain) >= 2:
@@ -439,8 +441,8 @@ def _ranking(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> 
     label = re.sub(r"^[\s•\-*\d.、]+", "", clause[: chain[0].start]).strip(" ：:")
     criterion = found.situation(label, ev) if label else None
     ids = [found.mentions(start + m.start, start + m.end)[0][1] for m in chain]
-    for (a, b), op in zip(zip(ids, ids[1:], strict=False), operators, strict=False):
-        found.relate(a, RelationType.RANKS_ABOVE, b, ev, criterion=criterion, strength=op)
+    for (a, b), operator in zip(pairwise(ids), operators, strict=False):
+        found.relate(a, RelationType.RANKS_ABOVE, b, ev, criterion=criterion, strength=operator)
     if criterion is not None:
         found.relate(criterion, RelationType.RECOMMENDED_FOR, ids[0], ev, value="ranked first")
     return True
@@ -471,7 +473,7 @@ def _arrow_clause(found: DocumentEntities, start: int, clause: str, ev: Evidence
 def _chain_exports(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> None:
     """`A → 导出 ONNX → B`: A EXPORTS_TO ONNX, ONNX USED_WITH B."""
     mentions = found.mentions(start, start + len(clause))
-    for (m1, a), (m2, b) in zip(mentions, mentions[1:], strict=False):
+    for (m1, a), (m2, b) in pairwise(mentions):
         between = clause[m1.end : m2.start]
         if ARROW.search(between):
             relation = (

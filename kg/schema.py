@@ -1,4 +1,4 @@
-"""The typed schema of the knowledge graph: node types, relation types, evidence, entities, relations.
+"""The typed schema of the knowledge graph: node and relation types, evidence, entities, relations.
 
 Everything that crosses a package boundary is one of these pydantic models (or a model in
 `kg.documents`). Ids are content-derived and stable: `entity_id(NodeType.FRAMEWORK, "PyTorch")`

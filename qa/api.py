@@ -165,7 +165,7 @@ class Assistant:
         return verified, bundle
 
     def ask(self, question: str, *, qid: str | None = None, use_llm: bool = True) -> Answer:
-        """One answer; never raises for bad questions (they get an explaining, abstaining answer)."""
+        """One answer; never raises for bad questions (they get an explaining, declining answer)."""
         final: Answer | None = None
         for event in self.ask_stream(question, qid=qid, use_llm=use_llm):
             if event.kind == "final":
@@ -214,7 +214,7 @@ class Assistant:
                 if isinstance(item, str):
                     yield AnswerEvent(kind="delta", text=item)
                 else:
-                    verified, result = self.verifier.verify(item)
+                    verified, _result = self.verifier.verify(item)
                     if not verified.citations and draft.citations:
                         raise LLMError("the LLM answer kept no verifiable citation")
                     yield AnswerEvent(kind="final", answer=stamp(verified))

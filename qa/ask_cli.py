@@ -45,7 +45,8 @@ def _ensure_store(settings: Settings) -> None:
     from kg.lexicon import Lexicon
 
     print(
-        f"kgqa: no store at {settings.store}; ingesting {', '.join(map(str, settings.corpus))} first",
+        f"kgqa: no store at {settings.store}; ingesting "
+        f"{', '.join(map(str, settings.corpus))} first",
         file=sys.stderr,
     )
     ingest_corpus(

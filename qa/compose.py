@@ -148,13 +148,16 @@ class GraphComposer:
             and self.text_coverage(question, bundle) < 0.6
         ):
             return "no entity or situation in the question is covered by the sources"
-        if question.unknown_entities and not question.injection:
-            if (
+        if (
+            question.unknown_entities
+            and not question.injection
+            and (
                 not linked_solutions
                 or question.kind != QuestionKind.CHOOSE
                 or not bundle.situations
-            ):
-                return "the sources do not cover " + ", ".join(question.unknown_entities)
+            )
+        ):
+            return "the sources do not cover " + ", ".join(question.unknown_entities)
         if _PRICE.search(question.text) and not any(
             _MONEY.search(ev.quote) for p in bundle.paths for e in p.edges for ev in e.evidence
         ):
@@ -280,7 +283,7 @@ class GraphComposer:
         self, bundle: EvidenceBundle, shown: set[str], limit: int = 4
     ) -> list[GraphPath]:
         """For each well-matched situation, its first recommendation (multi-part questions)."""
-        paths = []
+        paths: list[GraphPath] = []
         for situation, score in sorted(bundle.situations.items(), key=lambda kv: (-kv[1], kv[0])):
             if score < 0.45 or len(paths) >= limit:
                 break

@@ -8,7 +8,6 @@ thread pool: `Assistant` is thread-safe, and concurrent requests let an LLM serv
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -24,8 +23,8 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from ingest.embed import Embedder, Vectors, make_embedder
-from kg.graph import KnowledgeGraph
 from kg.errors import KGQAError, QuestionError
+from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.store import Store
 from qa.api import Assistant, LLMAnswerer

@@ -138,7 +138,8 @@ class AnswerText:
             lines.append(
                 self._t(
                     "（问题中的指令性文字被当作普通文本处理；以上只依据资料。）",
-                    "(Instructions inside the question were treated as text; the answer follows the sources only.)",
+                    "(Instructions inside the question were treated as text; "
+                    "the answer follows the sources only.)",
                 )
             )
         return "\n".join(lines).strip()

@@ -96,8 +96,10 @@ def gpu_count(text: str) -> int | None:
 def in_scale(count: int, name: str) -> bool:
     """Whether a GPU count falls in a scale written as `<4 卡`, `8–64 卡`, `>64 卡`.
 
-    >>> in_scale(16, "8–64 卡"), in_scale(2, "<4 卡"), in_scale(100, ">64 卡、百亿级"), in_scale(5, "单卡")
-    (True, True, True, False)
+    >>> in_scale(16, "8–64 卡"), in_scale(2, "<4 卡"), in_scale(100, ">64 卡、百亿级")
+    (True, True, True)
+    >>> in_scale(5, "单卡")
+    False
     """
     match = _RANGE.search(name)
     if match is None:
@@ -166,16 +168,6 @@ class Retriever:
         self._lock = threading.Lock()
 
     # -- situations ---------------------------------------------------------------------------
-    @cached_property
-    def _facet_weights(self) -> dict[str, float]:
-        """Inverse document frequency of each facet over the situations (rare facets weigh more)."""
-        counts: dict[str, int] = {}
-        for keys, grams in self._facets.values():
-            for facet in keys | grams:
-                counts[facet] = counts.get(facet, 0) + 1
-        total = max(len(self._facets), 1)
-        return {f: math.log(1 + total / c) for f, c in counts.items()}
-
     @cached_property
     def _facets(self) -> dict[str, list[tuple[set[str], set[str]]]]:
         """Per situation node, per alternative ("A/B、C" lists three): (keys, CJK bigrams).

@@ -48,16 +48,17 @@ _KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
     (
         QuestionKind.CHOOSE,
         re.compile(
-            r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|which (?:\w+ )?(?:should|to use|is best)|"
-            r"what should i (?:use|pick|choose|learn)|recommend",
+            r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|"
+            r"which (?:\w+ )?(?:should|to use|is best)|what should i (?:use|pick|choose|learn)|"
+            r"recommend",
             re.I,
         ),
     ),
     (
         QuestionKind.COMPARE,
         re.compile(
-            r"\bvs\.?\b|versus|对比|比较|区别|差异|差别|不同|异同|哪个更|compare|comparison|differ|better than|"
-            r"\bor\b.*\?|还是",
+            r"\bvs\.?\b|versus|对比|比较|区别|差异|差别|不同|异同|哪个更|"
+            r"compare|comparison|differ|better than|\bor\b.*\?|还是",
             re.I,
         ),
     ),
@@ -133,8 +134,10 @@ def clean_question(text: object) -> str:
 def detect_language(text: str) -> Language:
     """zh, en or mixed, by the share of CJK characters among letters.
 
-    >>> detect_language("先学哪个框架？"), detect_language("Which one?"), detect_language("PyTorch 还是 JAX 更适合研究")
-    (<Language.ZH: 'zh'>, <Language.EN: 'en'>, <Language.ZH: 'zh'>)
+    >>> detect_language("先学哪个框架？"), detect_language("Which one?")
+    (<Language.ZH: 'zh'>, <Language.EN: 'en'>)
+    >>> detect_language("PyTorch 还是 JAX 更适合研究")
+    <Language.ZH: 'zh'>
     """
     cjk = len(_CJK.findall(text))
     latin = sum(len(w) for w in _LATIN_WORD.findall(text))

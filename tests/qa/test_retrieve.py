@@ -43,7 +43,13 @@ def _chunks() -> list[Chunk]:
     chunks, start = [], 0
     for part in PARTS:
         chunks.append(
-            Chunk(id=f"{DOC}#{start}-{start + len(part)}", doc=DOC, start=start, end=start + len(part), text=part)
+            Chunk(
+                id=f"{DOC}#{start}-{start + len(part)}",
+                doc=DOC,
+                start=start,
+                end=start + len(part),
+                text=part,
+            )
         )
         start += len(part) + 1
     return chunks
@@ -118,7 +124,13 @@ def test_gpu_count(text: str, count: int | None) -> None:
 
 @pytest.mark.parametrize(
     ("count", "scale", "inside"),
-    [(8, "8–64 卡", True), (64, "8-64 卡", True), (65, "8–64 卡", False), (3, "<4 卡", True), (4, "<4 卡", False)],
+    [
+        (8, "8–64 卡", True),
+        (64, "8-64 卡", True),
+        (65, "8–64 卡", False),
+        (3, "<4 卡", True),
+        (4, "<4 卡", False),
+    ],
 )
 def test_in_scale(count: int, scale: str, inside: bool) -> None:
     assert in_scale(count, scale) is inside

@@ -5,6 +5,7 @@ checks against the graph ingested from the bundled corpus."""
 from __future__ import annotations
 
 import pytest
+from store_fixture import assistant, corpus_store  # noqa: F401  (fixtures)
 
 from kg.errors import QuestionError
 from kg.graph import KnowledgeGraph
@@ -13,7 +14,6 @@ from kg.schema import Entity, NodeType, entity_id
 from qa.api import Assistant
 from qa.schema import Language, QuestionKind
 from qa.understand import MAX_QUESTION_CHARS, QuestionReader, clean_question, detect_language
-from store_fixture import assistant, corpus_store  # noqa: F401  (fixtures)
 
 PYTORCH = entity_id(NodeType.FRAMEWORK, "PyTorch")
 TENSORFLOW = entity_id(NodeType.FRAMEWORK, "TensorFlow")

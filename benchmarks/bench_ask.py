@@ -1,0 +1,132 @@
+"""Latency of `ask` with the graph composer (no LLM), warm and cold, on this machine's cores.
+
+    python benchmarks/bench_ask.py --store DIR [--questions corpus/dev_questions.jsonl]
+        [--cold-runs 3] [--skip-dense]
+
+1. Warm: one `Assistant` per mode (lexical + graph; with dense retrieval), one warm-up question,
+   then every dev question once; p50/p95 of `Answer.latency_ms`. Target: p95 < 50 ms.
+2. Cold: `python -m qa.cli ask "..." --store DIR` in a fresh process (with and without
+   `--no-dense`), wall time, best and median of `--cold-runs`. Target: < 2 s.
+3. `python -X importtime` of the cold `--no-dense` run: the ten slowest imports (cumulative, top
+   two levels) and the ten slowest by their own time.
+
+Figures depend on the load: the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from qa.api import Assistant  # noqa: E402
+from qa.evaluate import percentile  # noqa: E402
+
+COLD_QUESTION = "我是零基础，先学哪个框架？"
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} cores"
+
+
+def warm(store: Path, questions: list[str], *, dense: bool) -> None:
+    """Open, warm up, answer every question; print p50/p95/max."""
+    started = time.perf_counter()
+    assistant = Assistant.open(store, dense=dense)
+    opened = time.perf_counter() - started
+    assistant.ask(questions[0], use_llm=False)  # lazy indexes, embedding model
+    warmed = time.perf_counter() - started
+    latencies = [assistant.ask(q, use_llm=False).latency_ms for q in questions]
+    p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
+    assert p50 is not None and p95 is not None
+    mode = "lexical+graph+dense" if dense else "lexical+graph      "
+    verdict = "ok" if p95 < 50 else "OVER TARGET"
+    print(
+        f"warm ask [{mode}] n={len(latencies)}  p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "
+        f"max {max(latencies):7.1f} ms  (open {opened:.2f} s, open+warm-up {warmed:.2f} s)  "
+        f"target p95 < 50 ms: {verdict}"
+    )
+
+
+def _cli(store: Path, *extra: str, python_flags: tuple[str, ...] = ()) -> tuple[float, str, str]:
+    """Wall time, stdout and stderr of one fresh `python -m qa.cli ask ... --json`."""
+    command = [sys.executable, *python_flags, "-m", "qa.cli", "ask", COLD_QUESTION]
+    command += ["--store", str(store), "--json", *extra]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return wall, done.stdout, done.stderr
+
+
+def cold(store: Path, runs: int) -> None:
+    """Fresh-process `kgqa ask` wall times."""
+    for extra in ((), ("--no-dense",)):
+        walls, latencies = [], []
+        for _ in range(runs):
+            wall, stdout, _stderr = _cli(store, *extra)
+            walls.append(wall)
+            latencies.append(float(json.loads(stdout)["latency_ms"]))
+        latency = statistics.median(latencies)
+        label = " ".join(extra) or "(dense)"
+        verdict = "ok" if min(walls) < 2 else "OVER TARGET"
+        print(
+            f"cold `kgqa ask --json {label}`: best {min(walls):.2f} s, median "
+            f"{statistics.median(walls):.2f} s over {runs} runs (in-process ask {latency:.0f} ms)"
+            f"  target < 2 s: {verdict}"
+        )
+
+
+def import_times(store: Path) -> None:
+    """Top imports of a cold `--no-dense` ask (python -X importtime)."""
+    _wall, _stdout, stderr = _cli(store, "--no-dense", python_flags=("-X", "importtime"))
+    rows = []
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        parts = line[len("import time:") :].split("|")
+        self_us, cumulative_us, name = int(parts[0]), int(parts[1]), parts[2]
+        depth = (len(name) - len(name.lstrip(" "))) // 2
+        rows.append((name.strip(), depth, self_us, cumulative_us))
+    total = sum(r[2] for r in rows) / 1e6
+    print(f"imports of a cold `ask --no-dense`: {len(rows)} modules, {total:.2f} s in total")
+    print("  slowest by cumulative time (top two levels):")
+    for name, depth, _s, cum in sorted((r for r in rows if r[1] <= 1), key=lambda r: -r[3])[:10]:
+        print(f"    {cum / 1000:8.1f} ms  {'  ' * depth}{name}")
+    print("  slowest by own time:")
+    for name, _d, self_us, _c in sorted(rows, key=lambda r: -r[2])[:10]:
+        print(f"    {self_us / 1000:8.1f} ms  {name}")
+
+
+def main() -> None:
+    """Print warm and cold figures."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--questions", type=Path, default=ROOT / "corpus" / "dev_questions.jsonl")
+    ap.add_argument("--cold-runs", type=int, default=3)
+    ap.add_argument("--skip-dense", action="store_true", help="warm: lexical + graph only")
+    args = ap.parse_args()
+    lines = args.questions.read_text(encoding="utf-8").splitlines()
+    questions = [json.loads(line)["question"] for line in lines if line.strip()]
+    print(_load())
+    warm(args.store, questions, dense=False)
+    if not args.skip_dense:
+        warm(args.store, questions, dense=True)
+    print(_load())
+    cold(args.store, args.cold_runs)
+    import_times(args.store)
+    print(_load())
+
+
+if __name__ == "__main__":
+    main()
