@@ -87,6 +87,43 @@ def cold(store: Path, runs: int) -> None:
         )
 
 
+_PHASES = """
+import sys, time
+t0 = time.perf_counter()
+from qa.api import Assistant
+t1 = time.perf_counter()
+a = Assistant.open(sys.argv[1], dense=sys.argv[2] == "dense")
+t2 = time.perf_counter()
+a.ask(sys.argv[3], use_llm=False)
+t3 = time.perf_counter()
+a.ask(sys.argv[3], use_llm=False)
+t4 = time.perf_counter()
+print(f"{t1 - t0:.2f} {t2 - t1:.2f} {t3 - t2:.2f} {t4 - t3:.3f}")
+"""
+
+
+def cold_phases(store: Path) -> None:
+    """Where a fresh process spends its time: import, open, first ask, second ask."""
+    for mode in ("no-dense", "dense"):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _PHASES, str(store), mode, COLD_QUESTION],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-2000:])
+        imp, opened, first, second = (float(x) for x in done.stdout.split())
+        print(
+            f"cold phases [{mode:>8}]: wall {wall:.2f} s = interpreter + import qa.api {imp:.2f} s"
+            f" + Assistant.open {opened:.2f} s + first ask {first:.2f} s"
+            f" (second ask {second:.3f} s)"
+        )
+
+
 def import_times(store: Path) -> None:
     """Top imports of a cold `--no-dense` ask (python -X importtime)."""
     _wall, _stdout, stderr = _cli(store, "--no-dense", python_flags=("-X", "importtime"))
@@ -124,6 +161,7 @@ def main() -> None:
         warm(args.store, questions, dense=True)
     print(_load())
     cold(args.store, args.cold_runs)
+    cold_phases(args.store)
     import_times(args.store)
     print(_load())
 

@@ -138,7 +138,7 @@ def main() -> None:
             system.timed(gold.id, run, gold.question)
 
     print(f"{len(golds)} dev questions with gold evidence")
-    header = f"{'system':<34}" + "".join(f"{'recall@' + str(k):>11}" for k in KS)
+    header = f"{'system':<34}" + "".join(f"{'recall@' + str(k):>18}" for k in KS)
     print(header + f"{'p50 ms':>9}{'p95 ms':>9}")
     for label, system in systems.items():
         rows = [(label, False)]
@@ -148,10 +148,10 @@ def main() -> None:
             cells = []
             for k in KS:
                 hit, total = recall(system, golds, scorer, k, edges=with_edges)
-                cells.append(f"{hit / total:>6.1%} {hit:>3}/{total:<3}"[-11:])
+                cells.append(f"{hit / total:.1%} ({hit}/{total})")
             p50 = percentile(system.latencies, 50) or 0.0
             p95 = percentile(system.latencies, 95) or 0.0
-            print(f"{row_label:<34}" + "".join(f"{c:>11}" for c in cells) + f"{p50:9.1f}{p95:9.1f}")
+            print(f"{row_label:<34}" + "".join(f"{c:>18}" for c in cells) + f"{p50:9.1f}{p95:9.1f}")
     print("(the ask row's latency includes a second retrieval, made to record its chunks)")
     one, five, _ = os.getloadavg()
     print(f"load average {one:.1f} (1 min) {five:.1f} (5 min)")

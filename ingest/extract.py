@@ -531,6 +531,10 @@ def _definition_clause(
         if RECOMMEND_CUE.search(body[: mention.start]) or mention.start == 0 or listed:
             targets.append(target)
             last_end = mention.end
+    if not RECOMMEND_CUE.search(body) and len(targets) < 3:
+        # "单卡/小规模：PyTorch和TensorFlow…差异不大" states facts; a plain list of three or more
+        # names ("实验追踪：W&B、Neptune、MLflow …") or a cue word ("用", "首选") recommends
+        return term_text
     situation = found.situation(term_text, ev) if targets else None
     if situation is None:
         return term_text

@@ -96,6 +96,31 @@ _MAX_RECOMMENDATIONS = 4
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
 
 
+_ANSWER_TYPES: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
+    (re.compile(r"库|\blibrar(?:y|ies)\b", re.I), frozenset({NodeType.LIBRARY})),
+    (re.compile(r"框架|\bframeworks?\b", re.I), frozenset({NodeType.FRAMEWORK})),
+    (
+        re.compile(r"推理引擎|推理框架|推理方案|引擎|\b(?:inference )?engines?\b", re.I),
+        frozenset({NodeType.INFERENCE_ENGINE}),
+    ),
+    (re.compile(r"并行|\bparallel", re.I), frozenset({NodeType.PARALLEL_STRATEGY})),
+    (re.compile(r"工具|\btools?\b", re.I), frozenset({NodeType.TOOL, NodeType.LIBRARY})),
+]
+
+
+def expected_types(question: str) -> frozenset[NodeType]:
+    """The node types a question asks for ("哪个库" -> Library), if it says.
+
+    >>> sorted(expected_types("用 HuggingFace 的哪个库？"))
+    [<NodeType.LIBRARY: 'Library'>]
+    """
+    wanted: frozenset[NodeType] = frozenset()
+    for pattern, types in _ANSWER_TYPES:
+        if pattern.search(question):
+            wanted |= types
+    return wanted
+
+
 def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
     """Functional relations whose targets differ between documents (versions permitting).
 
@@ -204,6 +229,7 @@ class GraphComposer:
                 weight *= 1.5
             contributions[target].append(weight)
             support[target].append(path)
+        wanted = expected_types(question.text)
         scores = {}
         choosable_linked = {e for e in linked if self.graph.entity(e).type in _CHOOSABLE}
         if len(choosable_linked) >= 2 and choosable_linked & set(contributions):
@@ -223,6 +249,8 @@ class GraphComposer:
             }
             if runs_on & linked:
                 score *= 1.5
+            if self.graph.entity(target).type in wanted:
+                score *= 2.0
             support[target] = _distinct_reasons(support[target])
             if score > 0:
                 scores[target] = (score, support[target])

