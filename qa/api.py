@@ -220,8 +220,9 @@ class Assistant:
                     yield AnswerEvent(kind="final", answer=stamp(verified))
                     return
             raise LLMError("the LLM stream ended without an answer")
-        except LLMError as err:
-            note = f"LLM unavailable, showing the graph answer: {err}"
+        except Exception as err:  # any answerer failure falls back to the graph answer
+            kind = "LLM unavailable" if isinstance(err, LLMError) else "LLM answerer failed"
+            note = f"{kind}, showing the graph answer: {type(err).__name__}: {err}"
             fallback = draft.model_copy(update={"notes": [*draft.notes, note]})
             yield AnswerEvent(kind="final", answer=stamp(fallback))
 

@@ -72,7 +72,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         assistant.llm = make_llm(args.llm, assistant.graph)
     answer = assistant.ask(args.question, use_llm=args.llm != "none")
     print(answer.model_dump_json(indent=1) if args.json else format_answer(answer))
-    return 0
+    rejected = any(note.startswith("rejected:") for note in answer.notes)
+    return 2 if rejected else 0
 
 
 def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:

@@ -74,7 +74,7 @@ class AnswerText:
     def abstain(self, reason: str) -> str:
         """The declining answer."""
         return self._t(
-            f"资料未涵盖这个问题，我不做猜测。（{reason}）",
+            "资料未涵盖这个问题，我不做猜测。",
             f"The sources don't cover this, so I won't guess. ({reason})",
         )
 

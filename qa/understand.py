@@ -49,7 +49,7 @@ _KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
         QuestionKind.CHOOSE,
         re.compile(
             r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|"
-            r"which (?:\w+ )?(?:should|to use|is best)|what should i (?:use|pick|choose|learn)|"
+            r"which (?:\w+ ){0,3}(?:should|to use|is best)|what should i (?:use|pick|choose|learn)|"
             r"recommend",
             re.I,
         ),
@@ -201,7 +201,8 @@ class QuestionReader:
 
     def read(self, raw: object) -> Question:
         """Validate and link a question."""
-        text = clean_question(raw)
+        # full-width Latin from Chinese input methods ("ＰｙＴｏｒｃｈ") matches like ASCII
+        text = unicodedata.normalize("NFKC", clean_question(raw))
         linked: list[LinkedEntity] = []
         covered: list[tuple[int, int]] = []
         unknown: list[str] = []
@@ -217,16 +218,31 @@ class QuestionReader:
                 mention.key
             ):
                 unknown.append(self.lexicon.entries[mention.key].name)
-        compact = re.sub(r"(?<=[A-Za-z])\s+(?=[A-Za-z])", "", text)
-        if compact != text:
+        kept = [
+            i
+            for i, ch in enumerate(text)
+            if not (
+                ch.isspace()
+                and 0 < i < len(text) - 1
+                and text[i - 1].isascii()
+                and text[i - 1].isalpha()
+                and text[i + 1].isascii()
+                and text[i + 1].isalpha()
+            )
+        ]
+        if len(kept) != len(text):
             # "v llm", "open vino": spacing typos inside a name
+            compact = "".join(text[i] for i in kept)
             known = {e.id for e in linked}
             for mention in self.lexicon.entity_mentions(compact):
                 if mention.key in self.graph and mention.key not in known:
                     known.add(mention.key)
                     linked.append(
                         LinkedEntity(
-                            id=mention.key, surface=mention.surface, how="lexicon", start=len(text)
+                            id=mention.key,
+                            surface=mention.surface,
+                            how="lexicon",
+                            start=kept[mention.start],
                         )
                     )
         pattern, names = self._graph_names

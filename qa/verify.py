@@ -45,18 +45,30 @@ class CitationVerifier:
         self.graph = graph
         self.documents = documents
 
+    def _evidence_of(self, source: str, relation: str, target: str) -> list[Evidence]:
+        """The evidence of every parallel edge `source relation target` (any criterion)."""
+        found: list[Evidence] = []
+        for key, data in (self.graph.g.get_edge_data(source, target) or {}).items():
+            if key == relation or str(key).startswith((relation + "@", relation + "#")):
+                found.extend(data["rel"].evidence)
+        return found
+
     def _edge_problem(self, citation: Citation) -> str | None:
         for edge in citation.path:
-            if self.graph.edge(edge.source, edge.relation, edge.target) is None:
+            relation = self.graph.edge(edge.source, edge.relation, edge.target)
+            if relation is None:
                 return f"no edge {edge.source} {edge.relation} {edge.target} in the graph"
             if not edge.evidence:
                 return f"edge {edge.source} {edge.relation} {edge.target} cites no evidence"
+            own = self._evidence_of(edge.source, edge.relation, edge.target)
             for ev in edge.evidence:
                 text = self.documents.get(ev.doc)
                 if text is None:
                     return f"unknown document {ev.doc!r}"
                 if not quote_in_document(ev, text):
                     return f"quote not found verbatim in {ev.doc}: {ev.quote[:40]!r}"
+                if not any(o.doc == ev.doc and o.start < ev.end and ev.start < o.end for o in own):
+                    return f"quote is not evidence of {edge.source} {edge.relation} {edge.target}"
         return None
 
     def verify(self, answer: Answer) -> tuple[Answer, VerificationResult]:

@@ -251,11 +251,6 @@ def test_abstains_on_prices_the_sources_do_not_give(
     assert "prices" in answer.notes[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a Chinese (or mixed) question's abstention embeds the English reason: "
-    "“资料未涵盖这个问题，我不做猜测。（no entity or situation in the question is covered…）”",
-)
 def test_a_chinese_abstention_is_in_chinese(graph: KnowledgeGraph, composer: GraphComposer) -> None:
     question = _read(graph, "量子计算机该买哪一台？")
     assert question.language == Language.ZH and question.kind == QuestionKind.CHOOSE

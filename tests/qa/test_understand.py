@@ -96,12 +96,6 @@ def test_kind(reader: QuestionReader, text: str, kind: QuestionKind) -> None:
     assert reader.read(text).kind == kind
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the CHOOSE cue allows one word between 'which' and 'should' "
-    "(r'which (?:\\w+ )?should'), so 'Which inference engine should I use' falls through to the "
-    "FACT cue 'which .* use'",
-)
 @pytest.mark.parametrize(
     "text",
     [
@@ -169,11 +163,6 @@ def test_injection_is_noted(reader: QuestionReader, text: str, injection: bool) 
     assert reader.read(text).injection is injection
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: full-width Latin (ＰｙＴｏｒｃｈ, typed with a Chinese IME) is not linked: "
-    "normalize_name folds NFKC but the mention regexes run on the raw text",
-)
 def test_full_width_latin_links(reader: QuestionReader) -> None:
     assert reader.read("ＰｙＴｏｒｃｈ 适合做研究吗？").entity_ids == [PYTORCH]
 
@@ -196,10 +185,5 @@ def test_corpus_graph_links_the_dev_set_typos(
     assert set(expected) <= set(linked)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: entities found only after removing spaces ('v llm') get start=len(text), so "
-    "Question.entity_ids is not in order of appearance as documented",
-)
 def test_spacing_typo_entities_keep_their_order(reader: QuestionReader) -> None:
     assert reader.read("v llm 和 open vino 哪个适合高吞吐？").entity_ids == [VLLM, OPENVINO]
