@@ -54,12 +54,14 @@ _MODE_TYPES = {NodeType.CONCEPT}
 def extract_document(doc: Document, blocks: list[Block], lexicon: Lexicon) -> Extraction:
     """All entities and relations one document supports."""
     found = DocumentEntities(doc, lexicon)
+    # structure first: what tables and trees discover is then recognised in the prose
     for block in blocks:
         if block.kind == BlockKind.TABLE and len(block.rows) >= 2:
             _table(found, block)
         elif block.kind == BlockKind.DECISION_TREE:
             _tree(found, block)
-        elif block.kind == BlockKind.LIST:
+    for block in blocks:
+        if block.kind == BlockKind.LIST:
             _list(found, block)
         elif block.kind in (BlockKind.DEFINITION, BlockKind.PROSE):
             _text(found, block.start, block.end, block.heading_path)
@@ -291,11 +293,11 @@ def _tree(found: DocumentEntities, block: Block) -> None:
 def _is_condition(found: DocumentEntities, start: int, head: str) -> bool:
     """A branch head is a condition unless it only names things to use ("PyTorch（HF 生态）")."""
     head = re.sub(r"[（(][^）)]*[）)]", "", head)
-    mentions = found.lexicon.entity_mentions(head)
+    mentions = found.find_mentions(head)
     if residual_text(head, [(m.start, m.end) for m in mentions]):
         return True
     situational = {NodeType.HARDWARE, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
-    return all(found.lexicon.entries[m.key].type in situational for m in mentions)
+    return all(found.mention_type(m) in situational for m in mentions)
 
 
 def _recommend_names(
@@ -318,7 +320,7 @@ def _recommend_names(
 
 def _mention_spans(found: DocumentEntities, start: int, end: int) -> list[tuple[int, int]]:
     text = found.doc.text[start:end]
-    spans = [(m.start, m.end) for m in found.lexicon.entity_mentions(text)]
+    spans = [(m.start, m.end) for m in found.find_mentions(text)]
     return spans
 
 
@@ -347,11 +349,11 @@ def _definition_subject(
 ) -> str | None:
     """A list head `初学者/学生：` names a situation; `TF的主要用户是：` names an entity's users."""
     ev = found.evidence(span[0], span[0] + len(term), block.heading_path)
-    mentions = found.lexicon.entity_mentions(term)
+    mentions = found.find_mentions(term)
     if mentions and re.search(r"用户|适合|适用|users|for whom|suits", term, re.I):
         return found.resolve(mentions[0].surface, ev)
     situational = {NodeType.HARDWARE, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
-    if any(found.lexicon.entries[m.key].type not in situational for m in mentions):
+    if any(found.mention_type(m) not in situational for m in mentions):
         return None
     if re.search(r"因为|原因|because|reasons?", term, re.I):
         return None
@@ -424,7 +426,7 @@ def _text(found: DocumentEntities, start: int, end: int, heading_path: tuple[str
 
 def _ranking(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> bool:
     """`研究/写论文：PyTorch >> JAX > TensorFlow` -> RANKS_ABOVE edges under that criterion."""
-    mentions = found.lexicon.entity_mentions(clause)
+    mentions = found.find_mentions(clause)
     chain = [mentions[0]] if mentions else []
     operators: list[str] = []
     for prev, cur in pairwise(mentions):
@@ -495,9 +497,9 @@ def _definition_clause(
     body_start = start + term.end()
     body = clause[term.end() :]
     term_text = term.group(1).strip()
-    term_mentions = found.lexicon.entity_mentions(term_text)
+    term_mentions = found.find_mentions(term_text)
     mode = found.lexicon.lookup(term_text) or (
-        found.lexicon.entries[term_mentions[0].key] if term_mentions else None
+        found.lexicon.entries.get(term_mentions[0].key) if term_mentions else None
     )
     if mode is not None and mode.type in _MODE_TYPES and DEFAULT_CUE.search(body):
         target = found.resolve(term_text, ev)
@@ -513,7 +515,7 @@ def _definition_clause(
                 )
         return None
     situational = {NodeType.HARDWARE, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
-    if any(found.lexicon.entries[m.key].type not in situational for m in term_mentions):
+    if any(found.mention_type(m) not in situational for m in term_mentions):
         return None
     if DISCOURSE_LABEL.search(term_text) or RECOMMEND_CUE.search(term_text):
         return None
@@ -565,8 +567,34 @@ def _in_parentheses(text: str, index: int) -> bool:
     return depth > 0
 
 
+_TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
+    (
+        re.compile(r"推理引擎|推理框架|inference engine|serving engine", re.I),
+        NodeType.INFERENCE_ENGINE,
+    ),
+    (re.compile(r"框架|framework", re.I), NodeType.FRAMEWORK),
+    (re.compile(r"库|library", re.I), NodeType.LIBRARY),
+    (re.compile(r"工具|tool", re.I), NodeType.TOOL),
+]
+_IS_A = re.compile(r"^\s*(?:是一个|是一款|是一种|是|is an?|is the)\s*", re.I)
+
+
+def _type_definitions(found: DocumentEntities, start: int, clause: str) -> None:
+    """`FooServe 是一个轻量推理引擎` / `BarNet is a training framework` types a discovered thing."""
+    for mention, eid in found.mentions(start, start + len(clause)):
+        rest = clause[mention.end :]
+        if not _IS_A.match(rest) or found.lexicon.lookup(found.entities[eid].name) is not None:
+            continue
+        phrase = re.split(r"[，,。.;；]", rest)[0]
+        for pattern, node_type in _TYPE_WORDS:
+            if pattern.search(phrase) and found.type_of(eid) != node_type:
+                found.retype(eid, node_type)
+                break
+
+
 def _prose_patterns(found: DocumentEntities, start: int, clause: str, ev: Evidence) -> None:
     """Exports, pairings, and hardware named after a thing in a sentence."""
+    _type_definitions(found, start, clause)
     mentions = found.mentions(start, start + len(clause))
     if len(mentions) < 2:
         return

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 from kg.documents import Document
-from kg.lexicon import Lexicon, Mention
+from kg.lexicon import Lexicon, Mention, surface_pattern
 from kg.schema import (
     SOLUTION_TYPES,
     Entity,
@@ -115,6 +115,7 @@ class DocumentEntities:
         self.lexicon = lexicon
         self.entities: dict[str, Entity] = {}
         self.relations: list[Relation] = []
+        self._pattern_cache: tuple[re.Pattern[str] | None, dict[str, str]] | None = None
 
     # -- evidence ---------------------------------------------------------------------------
     def evidence(self, start: int, end: int, heading_path: tuple[str, ...] = ()) -> Evidence:
@@ -191,20 +192,74 @@ class DocumentEntities:
         name = re.sub(r"\s+", " ", text).strip(" ：:？?→-—─")
         if not name or len(name) > 60:
             return None
-        entry = self.lexicon.lookup(name)
+        # "在英伟达显卡上" names the hardware itself
+        entry = self.lexicon.lookup(name) or self.lexicon.lookup(
+            re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name)
+        )
         if entry is not None:
             return self._register(entry.type, entry.name, [], ev)
         is_persona = is_person(name) if persona is None else persona
         node_type = NodeType.PERSONA if is_persona else NodeType.SCENARIO
         return self._register(node_type, name, [], ev)
 
+    def _discovered_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+        """A pattern of the things this document discovered (names the lexicon does not know)."""
+        names: dict[str, str] = {}
+        for entity in self.entities.values():
+            key = normalize_name(entity.name)
+            if (
+                entity.type in SOLUTION_TYPES
+                and len(key) >= 3
+                and self.lexicon.lookup(entity.name) is None
+                and looks_like_name(entity.name)
+            ):
+                names.setdefault(key, entity.id)
+        if not names:
+            return None, names
+        if self._pattern_cache is not None and self._pattern_cache[1] == names:
+            return self._pattern_cache
+        surfaces = sorted(
+            {e.name for e in self.entities.values() if normalize_name(e.name) in names},
+            key=len,
+            reverse=True,
+        )
+        pattern = re.compile("|".join(surface_pattern(s) for s in surfaces), re.IGNORECASE)
+        self._pattern_cache = (pattern, names)
+        return pattern, names
+
+    def find_mentions(self, text: str) -> list[Mention]:
+        """Lexicon entities, and solution entities this document discovered, named in a text."""
+        mentions = self.lexicon.entity_mentions(text)
+        pattern, names = self._discovered_pattern()
+        if pattern is not None:
+            for match in pattern.finditer(text):
+                if any(m.start < match.end() and match.start() < m.end for m in mentions):
+                    continue
+                key = names.get(normalize_name(match.group(0)))
+                if key is not None:
+                    mentions.append(
+                        Mention(
+                            start=match.start(), end=match.end(), surface=match.group(0), key=key
+                        )
+                    )
+        return sorted(mentions, key=lambda m: m.start)
+
+    def mention_type(self, mention: Mention) -> NodeType:
+        """The node type a mention names."""
+        entry = self.lexicon.entries.get(mention.key)
+        return entry.type if entry is not None else self.entities[mention.key].type
+
     def mentions(self, start: int, end: int) -> list[tuple[Mention, str]]:
-        """Lexicon entity mentions in a span, registered as entities with their own evidence."""
+        """Entity mentions in a span, registered as entities with their own evidence."""
         found = []
-        for mention in self.lexicon.entity_mentions(self.doc.text[start:end]):
-            entry = self.lexicon.entries[mention.key]
+        for mention in self.find_mentions(self.doc.text[start:end]):
             ev = self.evidence(start + mention.start, start + mention.end)
-            eid = self._register(entry.type, entry.name, [], ev)
+            entry = self.lexicon.entries.get(mention.key)
+            if entry is not None:
+                eid = self._register(entry.type, entry.name, [], ev)
+            else:
+                entity = self.entities[mention.key]
+                eid = self._register(entity.type, entity.name, [], ev)
             found.append((mention, eid))
         return found
 

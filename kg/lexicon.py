@@ -72,7 +72,9 @@ def surface_pattern(surface: str) -> str:
     body = r"\s*".join(parts)
     if re.match(r"[A-Za-z0-9]", surface):
         body = r"(?<![A-Za-z0-9_])" + body
-    if re.search(r"[A-Za-z0-9]$", surface):
+    if re.search(r"[A-Za-z]$", surface):
+        body += r"(?:s|es)?(?![A-Za-z0-9_])"  # "NVIDIA GPUs" names "NVIDIA GPU"
+    elif re.search(r"[0-9]$", surface):
         body += r"(?![A-Za-z0-9_])"
     return body
 
@@ -150,7 +152,10 @@ class Lexicon:
         """
         mentions = []
         for match in self._entity_regex.finditer(text):
-            entry = self.lookup(match.group(0))
+            surface = match.group(0)
+            entry = self.lookup(surface)
+            if entry is None and surface[-1:] == "s":  # a plural the pattern allowed
+                entry = self.lookup(surface[:-1]) or self.lookup(surface[:-2])
             if entry is not None:
                 mentions.append(
                     Mention(

@@ -173,13 +173,6 @@ def test_ranking_between_known_entities(graph: KnowledgeGraph) -> None:
     assert edges[0].evidence[0].quote == "推理速度：FooServe >> ONNX Runtime > PyTorch"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extraction bug: in '推理速度：FooServe >> ONNX Runtime > PyTorch' the new entity that "
-    "leads the ranking is swallowed into the criterion label (criterion node '推理速度：FooServe', "
-    "id scenario:推理速度-fooserve): no FooServe >> ONNX Runtime edge, and 'ranked first' "
-    "RECOMMENDED_FOR goes to ONNX Runtime instead of FooServe",
-)
 def test_ranking_led_by_a_new_entity(graph: KnowledgeGraph) -> None:
     fooserve = _node(graph, "FooServe")
     edges = _edges(
@@ -219,12 +212,6 @@ def test_english_list_item_recommends_a_known_engine(graph: KnowledgeGraph) -> N
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extraction bug: English list items '- For edge devices: use FooServe' and '- For "
-    "large-scale training: use BarNet' yield no RECOMMENDED_FOR edge (only the item naming a "
-    "lexicon entity, ONNX Runtime, does): the tool after 'use' is not discovered",
-)
 def test_english_list_items_recommend_new_tools(graph: KnowledgeGraph) -> None:
     for tool, quote in [
         ("FooServe", "For edge devices: use FooServe"),
@@ -234,12 +221,6 @@ def test_english_list_items_recommend_new_tools(graph: KnowledgeGraph) -> None:
         assert any(ev.quote == quote for r in edges for ev in r.evidence), tool
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extraction gap: 'FooServe 是一个轻量推理引擎' / 'FooServe is a small inference engine' "
-    "and 'BarNet 是一个训练框架' / 'BarNet is a training framework' do not type the new tools: "
-    "both stay NodeType.CONCEPT",
-)
 def test_definitions_type_new_tools(graph: KnowledgeGraph) -> None:
     assert graph.entity(_node(graph, "FooServe")).type == NodeType.INFERENCE_ENGINE
     assert graph.entity(_node(graph, "BarNet")).type == NodeType.FRAMEWORK
@@ -289,13 +270,6 @@ def _relations_of(text: str, lexicon: Lexicon) -> set[tuple[str, str, str]]:
     return {(r.source, r.relation.value, r.target) for r in extraction.relations}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extraction bug: in '英伟达显卡上用 TensorRT 推理。' the situation '英伟达显卡上' (a "
-    "lexicon hardware name plus the locative 上) becomes a new Scenario node "
-    "scenario:英伟达显卡上 instead of linking to hardware:nvidia-gpu; likewise "
-    "'在英特尔 CPU 上用 OpenVINO' gives scenario:在英特尔-cpu-上",
-)
 def test_hardware_situations_link_to_hardware_nodes(lexicon: Lexicon) -> None:
     for text, hardware, engine in [
         ("英伟达显卡上用 TensorRT 推理。\n", "hardware:nvidia-gpu", "inference-engine:tensorrt"),
@@ -313,11 +287,6 @@ def test_hardware_situations_link_to_hardware_nodes(lexicon: Lexicon) -> None:
         ) in found, found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extraction gap: the English prose sentence 'TensorRT runs on NVIDIA GPUs.' yields no "
-    "relation at all (no RUNS_ON from 'runs on')",
-)
 def test_english_runs_on_sentence(lexicon: Lexicon) -> None:
     found = _relations_of("TensorRT runs on NVIDIA GPUs.\n", lexicon)
     assert ("inference-engine:tensorrt", "RUNS_ON", "hardware:nvidia-gpu") in found
