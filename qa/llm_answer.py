@@ -138,8 +138,6 @@ class ChatAnswerer(LLMAnswerer):
     def _build(
         self, question: Question, data: dict[str, Any], paths: list[GraphPath], draft: Answer
     ) -> Answer:
-        if data.get("abstain") and draft.recommendations:
-            raise LLMBadResponse("the LLM declined although the graph has an answer")
         recommendations = []
         for item in data.get("recommendations") or []:
             node = item.get("id") if isinstance(item, dict) else None
@@ -167,11 +165,15 @@ class ChatAnswerer(LLMAnswerer):
         text = str(data.get("answer", "")).strip()
         if not text:
             raise LLMBadResponse("the LLM returned an empty answer")
+        # a small model may set abstain and still recommend: what it names decides
+        abstained = bool(data.get("abstain")) and not recommendations
+        if abstained and draft.recommendations:
+            raise LLMBadResponse("the LLM declined although the graph has an answer")
         return Answer(
             question=question.text,
             answer=text,
             recommendations=recommendations,
-            abstained=bool(data.get("abstain")),
+            abstained=abstained,
             citations=[Citation(path=p.edges) for p in {p.id: p for p in cited}.values()],
             snippets=draft.snippets,
             conflicts=draft.conflicts,

@@ -201,8 +201,10 @@ class QuestionReader:
 
     def read(self, raw: object) -> Question:
         """Validate and link a question."""
-        # full-width Latin from Chinese input methods ("ＰｙＴｏｒｃｈ") matches like ASCII
-        text = unicodedata.normalize("NFKC", clean_question(raw))
+        original = clean_question(raw)
+        # full-width Latin from Chinese input methods ("ＰｙＴｏｒｃｈ") matches like ASCII; the
+        # question keeps its own text
+        text = unicodedata.normalize("NFKC", original)
         linked: list[LinkedEntity] = []
         covered: list[tuple[int, int]] = []
         unknown: list[str] = []
@@ -261,7 +263,7 @@ class QuestionReader:
             {e.id for e in linked if not e.id.startswith(("scenario", "persona", "criterion"))}
         )
         return Question(
-            text=text,
+            text=original,
             language=detect_language(text),
             kind=detect_kind(text, solution_mentions),
             entities=linked,

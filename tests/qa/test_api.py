@@ -211,7 +211,9 @@ def test_an_llm_timeout_falls_back_to_the_graph_answer_with_a_note(
     assert [k for k, _t, _a in events] == ["graph", "delta", "final"]
     final = events[-1][2]
     assert final is not None and final.backend == "graph"
-    assert final.notes[-1] == "LLM unavailable, showing the graph answer: no answer within 30 s"
+    assert final.notes[-1] == (
+        "LLM unavailable, showing the graph answer: LLMTimeout: no answer within 30 s"
+    )
     assert _comparable(final.model_copy(update={"notes": final.notes[:-1]})) == _comparable(
         graph_answer
     )

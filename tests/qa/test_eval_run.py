@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-import qa.llm
 from ingest.embed import E5Embedder, Vectors
 from ingest.pipeline import ingest_corpus
+from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from qa.cli import main
 from qa.eval_run import (
@@ -187,14 +187,16 @@ def test_caching_embedder_embeds_each_query_once() -> None:
 
 
 def test_llm_none_uses_the_graph_composer() -> None:
-    assert resolve_llm("none") == (None, "")
+    assert resolve_llm("none", KnowledgeGraph()) == (None, "")
 
 
-def test_missing_llm_hook_falls_back_with_a_message() -> None:
-    if hasattr(qa.llm, "make_llm"):
-        pytest.skip("qa.llm.make_llm exists now: the fallback path is for builds without it")
-    llm, note = resolve_llm("auto")
-    assert llm is None and "qa.llm.make_llm" in note and "graph composer" in note
+def test_unreachable_llm_falls_back_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nothing listens on port 9 of this machine: the explicit URL fails, `auto` finds no server
+    llm, note = resolve_llm("http://127.0.0.1:9/v1", KnowledgeGraph())
+    assert llm is None and "127.0.0.1:9" in note and "graph composer" in note
+    monkeypatch.setenv("KGQA_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    llm, note = resolve_llm("auto", KnowledgeGraph())
+    assert llm is None and "no LLM available" in note
 
 
 # -- end to end on a tiny store -----------------------------------------------------------------
