@@ -38,6 +38,11 @@ def cmd_ui(args: argparse.Namespace, settings: object) -> int:
     assistant = Assistant.open(
         settings.store, lexicon_files=tuple(settings.lexicon), dense=not args.no_dense
     )
+    if args.llm != "none":
+        from qa.llm_answer import make_llm
+
+        assistant.llm = make_llm(args.llm, assistant.graph)
+        print(f"kgqa ui: answering backend {assistant.status().backend}", flush=True)
     print(f"kgqa ui: http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
     launch_app(assistant, host=args.host, port=args.port, auth=auth)
     return 0
@@ -52,6 +57,11 @@ def register(
     with_store(ui)
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument(
+        "--llm",
+        default="auto",
+        help="auto (default: the configured server if it answers) | none | URL",
+    )
     ui.add_argument(
         "--auth", default=None, help="USER:PASSWORD to require a login (or env KGQA_UI_AUTH)"
     )
