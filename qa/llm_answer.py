@@ -84,7 +84,7 @@ def stream_answer_field(pieces: Iterator[str]) -> Iterator[str | dict[str, Any]]
 class ChatAnswerer(LLMAnswerer):
     """Answers through a `ChatModel` (vLLM, llama.cpp server, any OpenAI-compatible server)."""
 
-    def __init__(self, chat: ChatModel, graph: KnowledgeGraph, *, max_paths: int = 12) -> None:
+    def __init__(self, chat: ChatModel, graph: KnowledgeGraph, *, max_paths: int = 8) -> None:
         self.chat = chat
         self.graph = graph
         self.max_paths = max_paths
@@ -109,8 +109,8 @@ class ChatAnswerer(LLMAnswerer):
             quote = f' | "{ev.quote[:160]}" ({ev.doc})' if ev else ""
             lines.append(f"P{number}: {hops}{quote}")
         lines.append("Text excerpts:")
-        for number, chunk in enumerate(bundle.chunks[:3], start=1):
-            lines.append(f"C{number} ({chunk.doc}): {chunk.text[:300]}")
+        for number, chunk in enumerate(bundle.chunks[:2], start=1):
+            lines.append(f"C{number} ({chunk.doc}): {chunk.text[:240]}")
         candidates = [r.id for r in draft.recommendations]
         for path in paths:
             for edge in path.edges:

@@ -169,13 +169,17 @@ def _setup_mounts(scratch: str, libc: ctypes.CDLL, tmpfs_mb: int) -> None:
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make / private")
     keep_fds: list[tuple[int, Path]] = [(os.open(scratch, os.O_RDONLY), Path(SANDBOX_DIR))]
     hidden: set[Path] = set()
+    private = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")]
     for root in _runtime_roots():
         anc = _hidden_ancestor(root)
         if anc is not None:
             hidden.add(anc)
+        # an interpreter tree under a hidden directory, or under /tmp (a checkout there, as CI
+        # may use), is bound back into the sandbox at the same path
+        if anc is not None or any(root.is_relative_to(p.resolve()) for p in private):
             keep_fds.append((os.open(root, os.O_RDONLY), root))
     opts = f"size={tmpfs_mb}m,mode=1777".encode()
-    for point in ["/tmp", "/var/tmp", "/dev/shm", *map(str, sorted(hidden))]:
+    for point in [*map(str, private), *map(str, sorted(hidden))]:
         if os.path.isdir(point):
             flags = _MS_NOSUID | _MS_NODEV
             _check(libc.mount(b"tmpfs", point.encode(), b"tmpfs", flags, opts), f"tmpfs {point}")

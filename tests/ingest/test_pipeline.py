@@ -321,12 +321,6 @@ def test_one_node_per_entity_in_the_seed_articles(bundled: Built, lexicon: Lexic
     _assert_one_node_per_entity(graph, lexicon)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extraction bug on corpus/QUESTIONS.md (ingested with the bundled corpus): "
-    "'... → ONNX Runtime/OpenVINO).' gives a discovered node concept:openvino named 'OpenVINO).' "
-    "beside inference-engine:openvino (trailing punctuation kept in a discovered name)",
-)
 def test_one_node_per_entity_in_the_bundled_corpus(graph: KnowledgeGraph, lexicon: Lexicon) -> None:
     _assert_one_node_per_entity(graph, lexicon)
 

@@ -140,10 +140,10 @@ def _start(corpus: Path, store: Path, cwd: Path) -> subprocess.Popen[bytes]:
 
 def _new_generation_files(store: Path, live: str) -> int:
     """-1 while the writer has not created its generation; else how many doc files it wrote."""
-    gens = [p for p in store.glob("gen-*") if p.name != live]
+    gens = sorted(p for p in store.glob("gen-*") if p.name != live)
     if not gens:
         return -1
-    docs = gens[0] / "docs"
+    docs = gens[-1] / "docs"  # the newest: earlier killed writers may have left older ones
     return len(list(docs.iterdir())) if docs.is_dir() else 0
 
 
