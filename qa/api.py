@@ -11,7 +11,6 @@ An `Assistant` is read-only after `open` and safe to call from several threads.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -127,7 +126,6 @@ class Assistant:
         self.composer = GraphComposer(self.graph, find_conflicts(self.graph))
         self.verifier = CitationVerifier(self.graph, self.documents)
         self.llm = llm
-        self._lock = threading.Lock()
 
     @classmethod
     def open(
