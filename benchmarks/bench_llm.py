@@ -2,7 +2,8 @@
 
 Starts each engine itself on a free port (llama.cpp; vLLM's CPU build where installed), sends the
 same chat through `qa.llm.ChatModel.stream`, and prints one line per engine and concurrency.
-Tokens are counted as streamed content pieces (one per token on both servers).
+Tokens are counted as streamed content pieces (one per token on both servers). Each figure line
+carries the load average (``os.getloadavg``): on a shared machine other work skews the figures.
 
     python benchmarks/bench_llm.py [--engines llamacpp vllm] [--concurrency 8] [--max-tokens 64]
 """
@@ -10,6 +11,7 @@ Tokens are counted as streamed content pieces (one per token on both servers).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +35,12 @@ def one_request(chat: ChatModel, max_tokens: int) -> tuple[float, int, float]:
             first = time.monotonic() - t0
         tokens += 1
     return first, tokens, time.monotonic() - t0
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
 
 
 def bench(chat: ChatModel, concurrency: int, max_tokens: int) -> str:
@@ -63,7 +71,8 @@ def main() -> None:
             print("vllm: not installed (scripts/setup_vllm_env.sh); skipped")
             continue
         with serve(engine, args.model, port=0) as handle:
-            print(f"{engine}: {handle.model} up in {handle.startup_s:.1f}s", flush=True)
+            up = f"{engine}: {handle.model} up in {handle.startup_s:.1f}s [{load_average()}]"
+            print(up, flush=True)
             settings = LLMSettings(
                 base_url=handle.base_url,
                 model=handle.model,
@@ -74,7 +83,8 @@ def main() -> None:
             with ChatModel(settings) as chat:
                 one_request(chat, 8)  # warm-up
                 for n in (1, args.concurrency):
-                    print(f"{engine}: {bench(chat, n, args.max_tokens)}", flush=True)
+                    line = bench(chat, n, args.max_tokens)
+                    print(f"{engine}: {line} [{load_average()}]", flush=True)
 
 
 if __name__ == "__main__":

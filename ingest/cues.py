@@ -126,11 +126,14 @@ def cue_recommendations(
                 for target in before if situation else []:
                     found.relate(situation, RelationType.RECOMMENDED_FOR, target, ev)  # type: ignore[arg-type]
                 continue
-        cue = RECOMMEND_CUE.search(seg)
+        # the first cue with names right after it ("批量转写：调度用 torchrun": 转 is no cue here)
+        cue, targets = None, []
+        for candidate in RECOMMEND_CUE.finditer(seg):
+            targets = _listed_after(mentions, seg, candidate.end())
+            if targets:
+                cue = candidate
+                break
         if cue is None:
-            continue
-        targets = _listed_after(mentions, seg, cue.end())
-        if not targets:
             continue
         prefix = seg[: cue.start()]
         if any(m.start < cue.start() for m, _ in mentions):

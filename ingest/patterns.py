@@ -27,7 +27,9 @@ __all__ = [
 ]
 
 ARROW = re.compile(r"\s*(?:─*→|->|=>|⇒|──+>)\s*")
-CLAUSE_SPLIT = re.compile(r"[；;\n]")
+#: Clause breaks: semicolons, and line breaks except a soft wrap inside a sentence (a line
+#: ending in a word, a CJK character or a joining mark goes on: "管理用\naccelerate").
+CLAUSE_SPLIT = re.compile(r"[；;]|(?<![\w\u4e00-\u9fff+、，,（(/])\n")
 RECOMMEND_CUE = re.compile(
     r"首选|推荐|建议|选|(?<![易使作适常通实应费运不])用|转|考虑|主力|补充|关注|可以学习|上手|"
     r"\b(?:use|choose|pick|prefer|recommend(?:ed)?|go with|try|switch to|consider|start with)\b",

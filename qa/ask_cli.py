@@ -6,10 +6,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from qa.config import Settings
+if TYPE_CHECKING:
+    from qa.config import Settings
 
-__all__ = ["cmd_ask", "format_answer", "register"]
+__all__ = ["cmd_ask", "format_answer", "register", "register_ask", "register_llm"]
 
 
 def format_answer(answer: object) -> str:
@@ -89,6 +91,15 @@ def register(
     with_store: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     """Add `ask` and `llm` to the `kgqa` parser."""
+    register_ask(sub, with_store)
+    register_llm(sub, with_store)
+
+
+def register_ask(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    with_store: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add `ask` to the `kgqa` parser (imports nothing)."""
     ask = sub.add_parser("ask", help="answer one question")
     with_store(ask)
     ask.add_argument("question")
@@ -99,6 +110,13 @@ def register(
     ask.add_argument("--no-dense", action="store_true", help="skip the embedding model")
     ask.set_defaults(func=cmd_ask)
 
+
+def register_llm(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    with_store: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add `llm prepare|serve` to the `kgqa` parser."""
+    del with_store
     from qa.llm.prepare import add_prepare_arguments
     from qa.llm.serve import add_serve_arguments
 

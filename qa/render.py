@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kg.graph import KnowledgeGraph
 from qa.schema import Conflict, GraphPath, Language, PathEdge, Recommendation
 
@@ -92,6 +94,15 @@ class AnswerText:
         line = format_edge(self.graph, edge, self.lang)
         return f"{line}: {self.quote(edge)}"
 
+    def route(self, path: GraphPath) -> str:
+        """A multi-edge path on one line, each edge's quote after it."""
+        chain = format_edge(self.graph, path.edges[0], self.lang)
+        for edge in path.edges[1:]:
+            tail = format_edge(self.graph, edge, self.lang)
+            chain += tail[tail.index(" —") :]
+        quotes = (" / " if self.lang == "en" else "／").join(self.quote(e) for e in path.edges)
+        return f"{chain}: {quotes}"
+
     def body(
         self,
         recommendations: list[Recommendation],
@@ -100,6 +111,7 @@ class AnswerText:
         conflicts: list[Conflict],
         sentences: list[tuple[str, str]],
         injection: bool,
+        routes: Sequence[GraphPath] = (),
     ) -> str:
         """The whole Markdown answer."""
         lines: list[str] = []
@@ -118,6 +130,11 @@ class AnswerText:
             for rec, (_node, _score, paths) in zip(recommendations, ranked, strict=False):
                 for path in paths[:3]:
                     lines.append(f"- **{rec.name}** — {self.reason(path)}")
+        if routes:
+            lines.append("")
+            lines.append(self._t("路径：", "How to get there:"))
+            for path in routes:
+                lines.append(f"- {self.route(path)}")
         if facts:
             lines.append("")
             lines.append(self._t("相关事实：", "Facts from the sources:"))

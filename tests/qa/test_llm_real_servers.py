@@ -42,7 +42,7 @@ def chat(request: pytest.FixtureRequest) -> Iterator[ChatModel]:
         base_url=handle.base_url,
         model=handle.model,
         kind=LLMKind(handle.engine),
-        timeout_s=120,
+        timeout_s=600,  # vLLM's CPU build decodes ~1-3 tok/s on the shared 2-core dev machine
         max_tokens=48,
         temperature=0.0,
     )
