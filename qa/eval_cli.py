@@ -33,6 +33,14 @@ def _print_outcome(outcome: EvalOutcome) -> None:
         f"kgqa: {run.answered} answered, {run.skipped} already in the results, "
         f"{len(run.failed)} failed; {run.throughput_qps or '—'} q/s"
     )
+    if run.answered:
+        load = "→".join(f"{x:.2f}" for x in run.load_average) or "?"
+        by = ", ".join(f"{name} {n}" for name, n in sorted(run.backends.items()))
+        falls = ", ".join(f"{name} {n}" for name, n in sorted(run.fallbacks.items())) or "none"
+        print(
+            f"  this pass: {run.answered} in {run.wall_s:.1f} s at concurrency {run.concurrency}"
+            f" (1-min load {load}); answered by {by}; LLM fallbacks: {falls}"
+        )
     for qid, err in run.failed.items():
         print(f"  failed {qid}: {err}", file=sys.stderr)
     rows = [

@@ -8,13 +8,14 @@ in Python: grouped bars (accuracy by kind and language, kgqa vs baseline) and a 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from html import escape
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from kg.store import atomic_write_text
-from qa.eval_run import LineProblem, RunStats
+from qa.eval_run import LineProblem, RunStats, fallback_reason
 from qa.evaluate import EvalRecord, EvalSummary, GoldQuestion, Metrics, QuestionScore
 
 __all__ = [
@@ -235,11 +236,40 @@ def _overall_rows(systems: list[SystemResult]) -> list[list[str]]:
             for s in systems
         ]
     )
+    rows.append(["run (concurrency, 1-min load start→end)"] + [_run_conditions(s) for s in systems])
+    rows.append(["answered by"] + [escape(_backend_counts(s)) for s in systems])
+    rows.append(["LLM fallbacks"] + [escape(_fallback_counts(s)) for s in systems])
     rows.append(
         ["answered / questions"]
         + [f"{s.summary.overall.answered} / {s.summary.overall.questions}" for s in systems]
     )
     return rows
+
+
+def _run_conditions(system: SystemResult) -> str:
+    """Concurrency and load of the pass that produced the throughput figure."""
+    run = system.run
+    if run is None or not run.answered:
+        return "— (resumed)"
+    load = "→".join(f"{x:.1f}" for x in run.load_average) or "?"
+    return f"{run.concurrency}, load {load}"
+
+
+def _backend_counts(system: SystemResult) -> str:
+    """Answers in the results by backend, e.g. ``llm:qwen 97 · graph 22``."""
+    counts = Counter(r.backend for r in system.records.values())
+    return " · ".join(f"{name} {n}" for name, n in counts.most_common()) or "—"
+
+
+def _fallback_counts(system: SystemResult) -> str:
+    """LLM fallbacks in the results by reason, e.g. ``2 (LLMTimeout 2)``; ``0`` when none."""
+    reasons = Counter(
+        reason for r in system.records.values() if (reason := fallback_reason(r)) is not None
+    )
+    if not reasons:
+        return "0"
+    detail = ", ".join(f"{name} {n}" for name, n in reasons.most_common())
+    return f"{sum(reasons.values())} ({detail})"
 
 
 def _group_rows(groups: dict[str, Metrics], others: list[dict[str, Metrics]]) -> list[list[str]]:

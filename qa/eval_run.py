@@ -29,6 +29,7 @@ from kg.lexicon import Lexicon
 from kg.store import Store
 from qa.api import Assistant, LLMAnswerer
 from qa.evaluate import ChunkSpan, EvalRecord, EvalSummary, GoldQuestion, Scorer, breakdown
+from qa.schema import Answer
 from qa.understand import clean_question
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ __all__ = [
     "QuestionSet",
     "RunStats",
     "baseline_path",
+    "fallback_reason",
+    "load_average",
     "open_assistant",
     "prefetch_queries",
     "read_questions",
@@ -85,11 +88,51 @@ class RunStats(BaseModel):
     failed: dict[str, str] = Field(default_factory=dict, description="question id -> error")
     torn_line_removed: bool = False
     wall_s: float = 0.0
+    concurrency: int = 1
+    load_average: list[float] = Field(
+        default_factory=list, description="1-minute load average at the start and end of the pass"
+    )
+    backends: dict[str, int] = Field(
+        default_factory=dict, description="answers of this pass by backend (graph, llm:<model>)"
+    )
+    fallbacks: dict[str, int] = Field(
+        default_factory=dict, description="LLM fallbacks of this pass by reason (error type)"
+    )
 
     @property
     def throughput_qps(self) -> float | None:
         """Questions answered per second of this pass (`None` when nothing was answered)."""
         return round(self.answered / self.wall_s, 2) if self.answered and self.wall_s > 0 else None
+
+    def count(self, answer: Answer) -> None:
+        """Count one answer of this pass by backend, and its LLM fallback reason if any."""
+        self.backends[answer.backend] = self.backends.get(answer.backend, 0) + 1
+        reason = fallback_reason(answer)
+        if reason is not None:
+            self.fallbacks[reason] = self.fallbacks.get(reason, 0) + 1
+
+
+def fallback_reason(answer: Answer) -> str | None:
+    """Why the LLM's answer was replaced by the graph answer (the error type), or `None`.
+
+    >>> a = Answer(question="q", answer="a", notes=["LLM unavailable, showing the graph "
+    ...     "answer: LLMTimeout: took longer than 120s"])
+    >>> fallback_reason(a), fallback_reason(Answer(question="q", answer="a"))
+    ('LLMTimeout', None)
+    """
+    for note in answer.notes:
+        marker = "showing the graph answer: "
+        if marker in note:
+            return note.split(marker, 1)[1].split(":", 1)[0].strip() or "unknown"
+    return None
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (`None` where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _validation_reason(err: ValidationError) -> str:
@@ -189,7 +232,10 @@ def run_questions(
     """
     from tqdm import tqdm
 
-    stats = RunStats(total=len(questions), torn_line_removed=_cut_torn_tail(out))
+    stats = RunStats(
+        total=len(questions), torn_line_removed=_cut_torn_tail(out), concurrency=concurrency
+    )
+    start_load = load_average()
     done, _problems = read_results(out)
     todo = [q for q in questions if q.id not in done]
     stats.skipped = len(questions) - len(todo)
@@ -209,6 +255,7 @@ def run_questions(
                     handle.write(record.model_dump_json() + "\n")
                     handle.flush()
                     stats.answered += 1
+                    stats.count(record)
                 bar.update(1)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -216,6 +263,7 @@ def run_questions(
         finally:
             bar.close()
     stats.wall_s = round(time.perf_counter() - started, 3)
+    stats.load_average = [x for x in (start_load, load_average()) if x is not None]
     return stats
 
 
@@ -319,13 +367,21 @@ class KgqaAnswerer:
 def resolve_llm(spec: str, graph: KnowledgeGraph) -> tuple[LLMAnswerer | None, str]:
     """The LLM answerer for `--llm SPEC` (`qa.llm_answer.make_llm`), and a note.
 
-    `none` gives no LLM. When the LLM cannot be reached, the note says so and the graph composer
-    answers alone.
+    `none` gives no LLM; `vllm-offline:MODEL_DIR` runs vLLM's batched `LLM.chat` in this process
+    (where vLLM is importable; use a high `--concurrency` so questions batch). When the LLM cannot
+    be reached, the note says so and the graph composer answers alone.
     """
     if spec == "none":
         return None, ""
-    from qa.llm_answer import make_llm
+    from qa.llm.offline import open_offline_chat, parse_offline_spec
+    from qa.llm_answer import ChatAnswerer, make_llm
 
+    model_dir = parse_offline_spec(spec)
+    if model_dir is not None:  # vLLM in this process: concurrent questions batch together
+        try:
+            return ChatAnswerer(open_offline_chat(model_dir, max_batch=64), graph), ""
+        except KGQAError as err:
+            return None, f"--llm {spec}: {err}; answering with the graph composer only"
     try:
         llm = make_llm(spec, graph)
     except KGQAError as err:

@@ -277,3 +277,46 @@ def test_report_and_baseline_end_to_end(
     assert sorted(baseline) == ["q000", "q001", "q002", "u1"]
     assert all(r.backend == "naive-rag" and len(r.retrieved) >= 1 for r in baseline.values())
     assert baseline["q000"].recommendations[0].name in GUIDE
+
+
+# -- what a pass records: backends, LLM fallbacks, concurrency and load --------------------------
+def _llm_or_fallback(question: GoldQuestion) -> EvalRecord:
+    if question.id.endswith("1"):
+        note = "LLM unavailable, showing the graph answer: LLMTimeout: took longer than 1s"
+        return EvalRecord(id=question.id, question=question.question, answer="g", notes=[note])
+    return EvalRecord(id=question.id, question=question.question, answer="l", backend="llm:m")
+
+
+def test_a_pass_counts_backends_fallbacks_concurrency_and_load(tmp_path: Path) -> None:
+    questions = [GoldQuestion(id=f"q{i}", question="?") for i in range(4)]
+    out = tmp_path / "out.jsonl"
+    stats = run_questions(questions, _llm_or_fallback, out, concurrency=3, progress=False)
+    assert stats.backends == {"llm:m": 3, "graph": 1}
+    assert stats.fallbacks == {"LLMTimeout": 1}
+    assert stats.concurrency == 3 and len(stats.load_average) == 2
+    assert stats.throughput_qps is not None and stats.throughput_qps > 0
+    again = run_questions(questions, _llm_or_fallback, out, progress=False)
+    assert again.backends == {} and again.fallbacks == {} and again.throughput_qps is None
+
+
+def test_the_report_shows_throughput_conditions_backends_and_fallbacks(tmp_path: Path) -> None:
+    from qa.eval_report import ReportData, SystemResult, write_report
+    from qa.evaluate import QuestionScore, breakdown
+
+    questions = [GoldQuestion(id=f"q{i}", question="?") for i in range(4)]
+    out = tmp_path / "out.jsonl"
+    stats = run_questions(questions, _llm_or_fallback, out, concurrency=2, progress=False)
+    records, _ = read_results(out)
+    scores = [QuestionScore(id=q.id, kind="fact", lang="en", answered=True) for q in questions]
+    system = SystemResult(
+        name="kgqa", summary=breakdown(scores, 6), scores=scores, records=records, run=stats
+    )
+    data = ReportData(
+        questions_file="q.jsonl", store="s", created="now", golds=questions, systems=[system]
+    )
+    summary = write_report(tmp_path / "r.html", data).read_text("utf-8")
+    html = (tmp_path / "r.html").read_text("utf-8")
+    for text in (summary, html):
+        assert f"{stats.throughput_qps} q/s" in text
+        assert "llm:m 3 · graph 1" in text and "1 (LLMTimeout 1)" in text
+        assert "2, load " in text
