@@ -89,13 +89,6 @@ def test_unreadable_user_file_says_what_to_do(tmp_path: Path) -> None:
         Lexicon.default([bad])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lexicon data (kg/data/lexicon.json): the alias 'data parallel' of "
-    "parallel-strategy:data-parallelism normalises to 'dataparallel', the name of "
-    "parallel-strategy:dataparallel (nn.DataParallel), so lookup('data parallel') returns "
-    "DataParallel",
-)
 def test_no_surface_names_two_entries(lexicon: Lexicon) -> None:
     owners: dict[str, set[str]] = defaultdict(set)
     for entry in lexicon.entries.values():
