@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from store_fixture import assistant, corpus_store  # noqa: F401  (fixtures)
 
+from kg.errors import LLMBadResponse
 from qa.api import Assistant
+from qa.llm.client import ChatModel
 from qa.llm.serve import ServerHandle
 from qa.llm.settings import LLMKind, LLMSettings
 from qa.llm_answer import ChatAnswerer, make_llm
@@ -25,6 +27,7 @@ def _answerer(server: ServerHandle, graph_assistant: Assistant) -> ChatAnswerer:
     )  # fmt: skip
     llm = make_llm(server.base_url, graph_assistant.graph, settings)
     assert llm is not None
+    assert isinstance(llm.chat, ChatModel)
     assert llm.chat.server_kind() is LLMKind.VLLM  # told apart by GET /v1/models
     return llm
 
@@ -37,7 +40,17 @@ def test_vllm_answer_cites_only_what_retrieval_produced(
     parsed = assistant.understand(QUESTIONS[1])
     draft, bundle = assistant.graph_answer(parsed)
     assert bundle.paths  # the corpus answers it: the test would be empty otherwise
-    answer = llm.answer(parsed, bundle, draft)
+    plan = llm.plan(parsed, bundle, draft)
+    reply = llm.chat.chat(plan.messages, schema=plan.schema_, max_tokens=llm.max_tokens)
+    data = reply.parse_json()  # vLLM's structured output: valid JSON, ids from the enums
+    props = plan.schema_["properties"]
+    assert set(data["recommendations"]) <= set(props["recommendations"]["items"]["enum"])
+    assert set(data["citations"]) <= set(props["citations"]["items"]["enum"])
+    try:
+        answer = llm.build(parsed, data, plan, draft)
+    except LLMBadResponse as err:  # a 0.5B model may echo the question: refused, never shown
+        assert "echoed the question" in str(err), err
+        return
     assert answer.backend == f"llm:{vllm_server.model}"
     assert answer.answer.strip()
     retrieved = [p.edges for p in bundle.paths] + [c.path for c in draft.citations]
