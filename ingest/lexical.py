@@ -21,7 +21,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +233,17 @@ def add_jieba_terms(terms: Iterable[str]) -> None:
     for term in terms:
         if _HAS_CJK.search(term):
             jieba.add_word(term, freq=2_000_000)
+    _cut.cache_clear()  # segmentation may have changed
+
+
+@lru_cache(maxsize=65536)
+def _cut(piece: str) -> tuple[str, ...]:
+    """jieba's search-mode cut of one CJK run, stopwords dropped (memoised: chunk sentences and
+    quotes are cut again for every question)."""
+    jieba = _jieba()
+    if isinstance(jieba.dt.FREQ, JiebaDictionary):
+        jieba.dt.FREQ.prefetch(piece)
+    return tuple(t for t in jieba.cut_for_search(piece, HMM=True) if t not in _CJK_STOPWORDS)
 
 
 def tokenize(text: str) -> list[str]:
@@ -245,12 +256,7 @@ def tokenize(text: str) -> list[str]:
     for match in _TOKEN.finditer(text):
         piece = match.group()
         if not piece[0].isascii():
-            jieba = _jieba()
-            if isinstance(jieba.dt.FREQ, JiebaDictionary):
-                jieba.dt.FREQ.prefetch(piece)
-            tokens.extend(
-                t for t in jieba.cut_for_search(piece, HMM=True) if t not in _CJK_STOPWORDS
-            )
+            tokens.extend(_cut(piece))
             continue
         token = piece.lower()
         tokens.append(token)

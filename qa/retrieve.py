@@ -231,13 +231,14 @@ class Retriever:
         entities; CJK bigrams) that the question has, damped when only little information matched;
         a stated GPU count inside a situation's range ("8–64 卡") matches it fully.
         """
-        keys = set(question.terms) | set(question.entity_ids)
+        named = set(question.entity_ids)
+        keys = set(question.terms) | named
         grams = cjk_bigrams(question.text) or self._term_grams(question.terms)
         weights = self._facet_weights
         gpus = gpu_count(question.text)
         scores: dict[str, float] = {}
         for node, entries in self._facets.items():
-            if node in question.entity_ids:
+            if node in named:
                 scores[node] = 1.0
                 continue
             name = self.graph.entity(node).name
@@ -252,8 +253,12 @@ class Retriever:
                 for facets, have in ((facet_keys, keys), (facet_grams, grams)):
                     if not facets:
                         continue
+                    common = facets & have
+                    if not common:
+                        parts.append(0.0)
+                        continue
                     total = sum(weights.get(f, 1.0) for f in facets)
-                    matched = sum(weights.get(f, 1.0) for f in facets & have)
+                    matched = sum(weights.get(f, 1.0) for f in common)
                     parts.append((matched / total) * min(1.0, matched / _ENOUGH_INFORMATION))
                 part_score = sum(parts) / len(parts) if parts else 0.0
                 if index == 0:
