@@ -285,7 +285,9 @@ class ChatAnswerer(LLMAnswerer):
         same_top = bool(picked and draft.recommendations) and (
             picked[0] == draft.recommendations[0].id
         )
-        confirmed = bool(draft.recommendations) and (
+        # a draft that recommends nothing (a fact or a comparison) stands as it is: the model's
+        # prose goes on top of its facts, and the model recommends nothing either
+        confirmed = not draft.recommendations or (
             data.get("draft_ok") is True or not picked or same_top
         )
         if confirmed and not same_top:
@@ -308,7 +310,11 @@ class ChatAnswerer(LLMAnswerer):
         drafted = [GraphPath(edges=c.path) for c in draft.citations]
         if confirmed:  # the model confirmed the draft: its picks and all its evidence
             cited_paths += drafted
-            notes.append("the LLM confirmed the graph composer's picks and their evidence")
+            notes.append(
+                "the LLM confirmed the graph composer's picks and their evidence"
+                if draft.recommendations
+                else "the LLM wrote the prose over the graph composer's facts"
+            )
         elif picked:  # the model kept some of the draft's picks: the draft's evidence for them
             cited_paths += [p for p in drafted if any(touches(p, n) for n in picked)]
 

@@ -162,6 +162,22 @@ def test_the_same_top_pick_confirms_the_draft_and_keeps_its_evidence(
     assert result.dropped == 0, result.reasons
 
 
+def test_a_draft_without_picks_keeps_its_facts_and_the_model_picks_nothing(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    llm = _offline_answerer(assistant)
+    parsed = assistant.understand("TensorFlow 现在的主要用户是哪些人？")
+    draft, bundle = assistant.graph_answer(parsed)
+    assert not draft.recommendations and draft.citations  # a fact question with cited facts
+    plan = llm.plan(parsed, bundle, draft)
+    data = {"recommendations": list(plan.names)[:1], "citations": [], "answer": "No: use DDP."}
+    answer = llm.build(parsed, data, plan, draft)
+    assert answer.recommendations == []
+    assert answer.answer == "No: use DDP.\n\n" + draft.answer
+    _verified, result = assistant.verifier.verify(answer)
+    assert result.dropped == 0, result.reasons
+
+
 def test_build_rejects_an_empty_answer_and_cites_the_evidence_of_an_uncited_pick(
     assistant: Assistant,  # noqa: F811
 ) -> None:
