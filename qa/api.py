@@ -28,6 +28,7 @@ from kg.graph import GraphStats
 from kg.lexicon import Lexicon
 from kg.store import Store
 from qa.compose import GraphComposer, find_conflicts
+from qa.render import render_snippets
 from qa.retrieve import Retriever
 from qa.schema import Answer, EvidenceBundle, SnippetReport
 from qa.snippets.store_check import apply_cached_results
@@ -47,17 +48,6 @@ _SNIPPET_WORDS = (
     "command",
     "how do i",
 )
-
-
-def _render_snippets(snippets: list[SnippetReport]) -> str:
-    """Snippets as fenced code with their validation status."""
-    parts = []
-    for snippet in snippets:
-        parts.append(
-            f"[{snippet.status}] {snippet.detail.splitlines()[0] if snippet.detail else ''}"
-        )
-        parts.append(f"```{snippet.language}\n{snippet.code}\n```")
-    return "\n".join(parts)
 
 
 class StoreStatus(BaseModel):
@@ -156,7 +146,7 @@ class Assistant:
             draft = draft.model_copy(
                 update={
                     "snippets": snippets,
-                    "answer": draft.answer + "\n\n" + _render_snippets(snippets),
+                    "answer": draft.answer + "\n\n" + render_snippets(snippets),
                 }
             )
         verified, _result = self.verifier.verify(draft)

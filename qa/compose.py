@@ -116,11 +116,7 @@ def expected_types(question: str) -> frozenset[NodeType]:
     >>> sorted(expected_types("用 HuggingFace 的哪个库？"))
     [<NodeType.LIBRARY: 'Library'>]
     """
-    wanted: frozenset[NodeType] = frozenset()
-    for pattern, types in _ANSWER_TYPES:
-        if pattern.search(question):
-            wanted |= types
-    return wanted
+    return frozenset().union(*asked_order(question))
 
 
 def asked_order(question: str) -> list[frozenset[NodeType]]:

@@ -32,7 +32,7 @@ from qa.llm.answer_schema import build_compact_schema
 from qa.llm.client import ChatMessage, ChatModel
 from qa.llm.offline import StructuredChat
 from qa.llm.settings import LLMSettings, load_llm_settings
-from qa.render import _RELATION_WORDS, AnswerText
+from qa.render import RELATION_WORDS, AnswerText, render_snippets
 from qa.schema import (
     Answer,
     Citation,
@@ -40,7 +40,6 @@ from qa.schema import (
     GraphPath,
     Language,
     Recommendation,
-    SnippetReport,
 )
 from qa.understand import Question
 
@@ -206,7 +205,7 @@ class ChatAnswerer(LLMAnswerer):
         return names
 
     def _path_line(self, path: GraphPath, lang: str) -> str:
-        words = _RELATION_WORDS[lang]
+        words = RELATION_WORDS[lang]
 
         def name(node: str) -> str:
             return self.graph.entity(node).name if node in self.graph else node
@@ -337,33 +336,22 @@ class ChatAnswerer(LLMAnswerer):
             recommendations.append(
                 Recommendation(id=node, name=self.graph.entity(node).name, reason=reason)
             )
-        if confirmed:  # the draft's text evidence too: the sentences the model was shown
-            cited_sentences += [x for x in plan.sentences if x not in cited_sentences]
         cited_paths = list({p.id: p for p in cited_paths}.values())
-        body = [prose]
         if confirmed:
             # the model confirmed the graph answer: its prose, then that answer's verified
             # evidence as it stands (reasons, routes, facts, excerpts, conflicts, snippets)
-            return Answer(
-                question=question.text,
-                answer="\n".join([prose, "", draft.answer]).strip(),
-                recommendations=recommendations,
-                abstained=False,
-                citations=[Citation(path=p.edges) for p in cited_paths],
-                snippets=draft.snippets,
-                conflicts=draft.conflicts,
-                backend=f"llm:{self.name}",
-                notes=notes,
-            )
-        if cited_paths or cited_sentences:
-            body += ["", _LABELS[plan.lang]["sources"]]
-            body += [f"- {text.reason(p)}" for p in cited_paths]
-            body += [f"> {' '.join(s.split())}  — {doc}" for s, doc in cited_sentences]
-        if draft.conflicts:
-            body += ["", text._t("⚠️ 资料之间有分歧：", "⚠️ The sources disagree:")]
-            body += [f"- {c.summary or text.conflict_summary(c)}" for c in draft.conflicts]
-        if draft.snippets:
-            body += ["", _render_snippets(draft.snippets)]
+            body = [prose, "", draft.answer]
+        else:
+            body = [prose]
+            if cited_paths or cited_sentences:
+                body += ["", _LABELS[plan.lang]["sources"]]
+                body += [f"- {text.reason(p)}" for p in cited_paths]
+                body += [f"> {' '.join(s.split())}  — {doc}" for s, doc in cited_sentences]
+            if draft.conflicts:
+                body += ["", text._t("⚠️ 资料之间有分歧：", "⚠️ The sources disagree:")]
+                body += [f"- {c.summary or text.conflict_summary(c)}" for c in draft.conflicts]
+            if draft.snippets:
+                body += ["", render_snippets(draft.snippets)]
         return Answer(
             question=question.text,
             answer="\n".join(body).strip(),
@@ -412,17 +400,6 @@ def _echoes(prose: str, question: str) -> bool:
 
     a, b = fold(prose), fold(question)
     return bool(a) and (a in b or (b in a and len(a) <= len(b) * 1.2))
-
-
-def _render_snippets(snippets: list[SnippetReport]) -> str:
-    """Snippets as fenced code with their validation status (as the graph answer shows them)."""
-    parts = []
-    for snippet in snippets:
-        parts.append(
-            f"[{snippet.status}] {snippet.detail.splitlines()[0] if snippet.detail else ''}"
-        )
-        parts.append(f"```{snippet.language}\n{snippet.code}\n```")
-    return "\n".join(parts)
 
 
 def make_llm(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kg.graph import KnowledgeGraph
-from qa.schema import Conflict, GraphPath, Language, PathEdge, Recommendation
+from qa.schema import Conflict, GraphPath, Language, PathEdge, Recommendation, SnippetReport
 
-__all__ = ["AnswerText", "format_edge"]
+__all__ = ["RELATION_WORDS", "AnswerText", "format_edge", "render_snippets"]
 
-_RELATION_WORDS = {
+RELATION_WORDS = {
     "zh": {
         "RECOMMENDED_FOR": "推荐",
         "NOT_RECOMMENDED": "不推荐",
@@ -55,7 +55,7 @@ def format_edge(graph: KnowledgeGraph, edge: PathEdge, lang: str = "en") -> str:
     >>> format_edge(g, PathEdge(source="a", relation="RECOMMENDED_FOR", target="b"))
     'A —recommends→ B'
     """
-    words = _RELATION_WORDS[lang]
+    words = RELATION_WORDS[lang]
 
     def name(node: str) -> str:
         return graph.entity(node).name if node in graph else node
@@ -170,3 +170,14 @@ class AnswerText:
         ]
         joined = "；".join(parts) if self.lang == "zh" else "; ".join(parts)
         return self._t(f"关于 {subject}：{joined}", f"On {subject}: {joined}")
+
+
+def render_snippets(snippets: list[SnippetReport]) -> str:
+    """Snippets as fenced code with their validation status."""
+    parts = []
+    for snippet in snippets:
+        parts.append(
+            f"[{snippet.status}] {snippet.detail.splitlines()[0] if snippet.detail else ''}"
+        )
+        parts.append(f"```{snippet.language}\n{snippet.code}\n```")
+    return "\n".join(parts)
