@@ -28,9 +28,9 @@ from qa.schema import (
     Recommendation,
     RetrievedChunk,
 )
-from qa.understand import Question
+from qa.understand import Question, has_choice_cue
 
-__all__ = ["GraphComposer", "find_conflicts"]
+__all__ = ["GraphComposer", "asks_to_choose", "find_conflicts"]
 
 _STOPWORDS = frozenset(
     [
@@ -96,6 +96,10 @@ _MAX_RECOMMENDATIONS = 4
 _ROUTE_RELATIONS = frozenset({RelationType.EXPORTS_TO, RelationType.USED_WITH})
 #: What a person picks: a question naming one of these is about something the graph covers.
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
+#: Linked nodes that many things relate to: a link to one does not make a question about them.
+_GENERIC = frozenset({NodeType.HARDWARE, NodeType.CONCEPT})
+#: Kinds that ask about something rather than for something.
+_ABOUT_KINDS = frozenset({QuestionKind.FACT, QuestionKind.HOW_TO})
 
 
 _ANSWER_TYPES: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
@@ -131,6 +135,17 @@ def asked_order(question: str) -> list[frozenset[NodeType]]:
         if match is not None:
             found.append((match.start(), types))
     return [types for _start, types in sorted(found, key=lambda t: t[0])]
+
+
+def asks_to_choose(question: Question) -> bool:
+    """Whether a question asks to pick something: a choice cue, or the kind of thing it wants.
+
+    A question of kind CHOOSE without a choice cue ("What exactly does FSDP shard?") got that
+    kind because nothing else matched; it does not ask to choose.
+    """
+    if expected_types(question.text):
+        return True
+    return question.kind == QuestionKind.CHOOSE and has_choice_cue(question.text)
 
 
 def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
@@ -213,6 +228,11 @@ class GraphComposer:
         support: dict[str, list[GraphPath]] = defaultdict(list)
         seeds = {**dict.fromkeys(bundle.linked, 1.0), **bundle.situations}
         linked = set(bundle.linked)
+        # a question about a named thing that does not ask to choose ("What does FSDP shard across
+        # the GPUs?") recommends only that thing or what it leads to, never what merely shares a
+        # generic link with the question (every engine that runs on a GPU)
+        focus = self.focus(question, bundle)
+        about = question.kind in _ABOUT_KINDS
         for path in bundle.paths:
             first = path.edges[0]
             relation = RelationType(first.relation)
@@ -222,20 +242,26 @@ class GraphComposer:
             if relation == RelationType.RECOMMENDED_FOR and first.source in seeds:
                 order = int(rel.strength) if rel.strength and rel.strength.isdigit() else 1
                 weight = seeds[first.source] / (1 + 0.6 * (order - 1))
-                target = first.target
+                target, seed = first.target, first.source
             elif relation == RelationType.NOT_RECOMMENDED and first.source in seeds:
                 penalty[first.target] += 2 * seeds[first.source]
                 continue
             elif relation == RelationType.SUITS_SCALE and first.target in seeds:
-                weight, target = seeds[first.target], first.source
+                weight, target, seed = seeds[first.target], first.source, first.target
             elif relation == RelationType.RUNS_ON and first.target in linked:
-                weight, target = 0.4, first.source
+                weight, target, seed = 0.4, first.source, first.target
             elif relation == RelationType.RATED and first.target in linked and rel.stars:
-                weight, target = rel.stars / 5, first.source
+                weight, target, seed = rel.stars / 5, first.source, first.target
             else:
                 continue
             if self.graph.entity(target).type not in SOLUTION_TYPES or target in _hardware(
                 self.graph, linked
+            ):
+                continue
+            if (
+                focus is not None
+                and target not in focus
+                and (about or (seed in linked and self.graph.entity(seed).type in _GENERIC))
             ):
                 continue
             if len(path.edges) > 1:
@@ -273,6 +299,31 @@ class GraphComposer:
             if score > 0:
                 scores[target] = (score, support[target])
         return scores
+
+    def focus(self, question: Question, bundle: EvidenceBundle) -> set[str] | None:
+        """What a question that names a thing and does not ask to choose may be answered with.
+
+        None when the question asks to choose (a choice cue, or the kind of answer it wants:
+        "which engine?") or names nothing choosable; otherwise the named choosable things and
+        what they lead to in one or two export/integration steps (PyTorch -> ONNX -> TensorRT).
+        A question naming only one thing is about it: that thing is not recommended back.
+        """
+        named = {e for e in bundle.linked if self.graph.entity(e).type in _CHOOSABLE}
+        if not named or asks_to_choose(question):
+            return None
+        reached = set(named)
+        frontier = set(named)
+        for _step in range(2):
+            frontier = {
+                r.target
+                for node in frontier
+                for r in self.graph.out_relations(node)
+                if r.relation in _ROUTE_RELATIONS
+            } - reached
+            reached |= frontier
+        if len(named) == 1:
+            reached -= named  # "What does FSDP shard?" is answered, not "Recommendation: FSDP"
+        return reached
 
     def ranked(
         self, question: Question, bundle: EvidenceBundle
@@ -313,7 +364,8 @@ class GraphComposer:
         """Paths that state facts about the linked entities, most relevant first.
 
         An edge between two linked entities (PyTorch -RATED-> Ease of Use) ranks first; then edges
-        of one linked entity by the words their quotes share with the question.
+        of one linked entity by the words their quotes share with the question. One fact per
+        quote.
         """
         words = set(tokenize(question.text))
         linked = set(bundle.linked) | {s for s, v in bundle.situations.items() if v >= 0.6}
@@ -330,7 +382,19 @@ class GraphComposer:
             if key not in chosen or chosen[key][0] < relevance:
                 chosen[key] = (relevance, GraphPath(edges=[edge], score=path.score))
         ranked = sorted(chosen.values(), key=lambda kv: (-kv[0], kv[1].id))
-        return [p for _s, p in ranked[:limit]]
+        # one fact per quote: four edges drawn from one sentence say one thing, and would crowd
+        # out what other sentences say about the same entity
+        quotes: set[str] = set()
+        facts = []
+        for _s, path in ranked:
+            quote = " ".join(ev.quote for ev in path.edges[0].evidence)
+            if quote in quotes:
+                continue
+            quotes.add(quote)
+            facts.append(path)
+            if len(facts) >= limit:
+                break
+        return facts
 
     def by_situation(
         self, bundle: EvidenceBundle, shown: set[str], limit: int = 4
@@ -413,7 +477,7 @@ class GraphComposer:
         words = {w for w in tokenize(question.text) if w not in _STOPWORDS}
         names = [n.casefold() for e in question.entities for n in (e.surface,)]
         scored = []
-        for rank, chunk in enumerate(bundle.chunks[:4]):
+        for rank, chunk in enumerate(bundle.chunks):
             spans = split_sentences(chunk.text)
             for index, (start, end) in enumerate(spans):
                 sentence = chunk.text[start:end]
@@ -450,12 +514,18 @@ class GraphComposer:
                 notes=[f"abstained: {reason}"],
             )
         ranked = self.ranked(question, bundle)
-        if question.kind in (QuestionKind.FACT, QuestionKind.HOW_TO, QuestionKind.COMPARE):
-            facts = self.facts(question, bundle)
-        else:
+        # with nothing to recommend, the facts are the answer
+        shown = 4 if ranked else 6
+        if ranked and question.kind not in (
+            QuestionKind.FACT,
+            QuestionKind.HOW_TO,
+            QuestionKind.COMPARE,
+        ):
             facts = self.facts(question, bundle, limit=2)
+        else:
+            facts = self.facts(question, bundle, limit=shown)
         comparison = self.comparison(bundle)
-        facts = list({p.id: p for p in comparison + facts}.values())[: max(4, len(comparison))]
+        facts = list({p.id: p for p in comparison + facts}.values())[: max(shown, len(comparison))]
         conflicts = self.relevant_conflicts(question, bundle)
         sentences = self.source_sentences(question, bundle)
         if not ranked and not facts and not conflicts and not sentences:

@@ -20,7 +20,13 @@ from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
 from qa.schema import Language, QuestionKind
 
-__all__ = ["MAX_QUESTION_CHARS", "LinkedEntity", "Question", "QuestionReader"]
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "LinkedEntity",
+    "Question",
+    "QuestionReader",
+    "has_choice_cue",
+]
 
 MAX_QUESTION_CHARS = 2000
 
@@ -129,6 +135,15 @@ def clean_question(text: object) -> str:
             "ask one question at a time"
         )
     return cleaned
+
+
+def has_choice_cue(text: str) -> bool:
+    """Whether the question's words ask to pick something ("选哪个", "which … should", "recommend").
+
+    >>> has_choice_cue("PyTorch 和 JAX 该选哪个？"), has_choice_cue("What exactly does FSDP shard?")
+    (True, False)
+    """
+    return dict(_KIND_PATTERNS)[QuestionKind.CHOOSE].search(text) is not None
 
 
 def detect_language(text: str) -> Language:

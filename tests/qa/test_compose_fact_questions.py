@@ -1,0 +1,94 @@
+"""The graph composer on an article written for this test (not the bundled corpus): a question
+about a named thing that happens to mention hardware is answered about that thing, not turned into
+a list of everything that runs on the hardware; questions that ask to choose keep their
+recommendations."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.embed import E5Embedder
+from ingest.pipeline import ingest_corpus
+from kg.lexicon import Lexicon
+from kg.schema import RelationType
+from qa.api import Assistant
+from qa.compose import asks_to_choose
+
+ARTICLE = """# 多卡训练与上线笔记
+
+## 一、多卡怎么省显存
+FSDP 的做法：把参数、梯度和优化器状态切分到每张 GPU 上，单卡放不下的模型也能训。
+
+## 二、上线
+- TensorRT 在 GPU 上跑得最快。
+- ONNX Runtime 在 GPU 和 CPU 上都能跑。
+- PyTorch 模型先导出 ONNX，再交给 TensorRT。
+"""
+
+
+@pytest.fixture(scope="module")
+def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    root = tmp_path_factory.mktemp("gpu-notes")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    (corpus / "notes.md").write_text(ARTICLE, encoding="utf-8")
+    store = root / "store"
+    ingest_corpus([corpus], store, E5Embedder(), Lexicon.default())
+    return Assistant.open(store, dense=False)
+
+
+def test_the_article_links_engines_and_the_strategy_to_the_gpu(assistant: Assistant) -> None:
+    # the premise of the tests below: several things share the generic GPU link
+    on_gpu = {
+        r.source
+        for r in assistant.graph.in_relations("hardware:gpu")
+        if r.relation == RelationType.RUNS_ON
+    }
+    assert {"inference-engine:tensorrt", "inference-engine:onnx-runtime"} <= on_gpu
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What exactly does FSDP split across the GPUs?",  # no kind cue: read as CHOOSE by default
+        "FSDP 在多张 GPU 上切分的是什么？",  # FACT
+        "How does FSDP save memory on GPUs?",  # HOW_TO
+    ],
+)
+def test_a_question_about_a_named_thing_recommends_nothing_else(
+    assistant: Assistant, question: str
+) -> None:
+    answer = assistant.ask(question)
+    assert not answer.abstained
+    assert answer.recommendations == [], [r.name for r in answer.recommendations]
+    assert "Recommendation" not in answer.answer and "推荐" not in answer.answer
+    # the facts about the named thing stay in the answer
+    for fact in ("参数", "梯度", "优化器状态"):
+        assert fact in answer.answer
+
+
+def test_a_choose_question_keeps_the_hardware_signal(assistant: Assistant) -> None:
+    answer = assistant.ask("我只有 GPU 服务器，推理引擎选哪个？")
+    names = [r.name for r in answer.recommendations]
+    assert names[:2] and set(names[:2]) <= {"TensorRT", "ONNX Runtime"}, names
+
+
+def test_what_the_named_thing_leads_to_is_still_recommended(assistant: Assistant) -> None:
+    # no choice cue, but PyTorch -> ONNX -> TensorRT ties the GPU engine to what is named
+    answer = assistant.ask(
+        "I trained my model in PyTorch and serve it on GPUs. What deployment path should I take?"
+    )
+    assert [r.name for r in answer.recommendations] == ["TensorRT"]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("我只有 GPU 服务器，推理引擎选哪个？", True),
+        ("Which library should I use on a GPU?", True),
+        ("What exactly does FSDP split across the GPUs?", False),
+        ("FSDP 在多张 GPU 上切分的是什么？", False),
+    ],
+)
+def test_asks_to_choose(assistant: Assistant, question: str, expected: bool) -> None:
+    assert asks_to_choose(assistant.understand(question)) is expected
