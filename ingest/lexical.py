@@ -14,10 +14,7 @@ same total, so the same segmentation, at a fraction of the cost for a one-questi
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -29,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
+from ingest.cache import cache_dir, save_arrays
 from kg.errors import StoreError
 
 __all__ = [
@@ -56,15 +54,6 @@ _ABSENT = -1  # memo value of a string that is not in the dictionary
 _PREFETCH = 4  # `prefetch` looks up every substring up to this many characters in one batch
 
 
-def _cache_dir() -> Path:
-    """`$KGQA_CACHE_DIR`, else `$XDG_CACHE_HOME/kgqa`, else `~/.cache/kgqa`."""
-    explicit = os.environ.get("KGQA_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kgqa"
-
-
 def jieba_dictionary_path() -> Path | None:
     """Where the array copy of jieba's default dictionary lives (None: jieba has no dict file).
 
@@ -78,7 +67,7 @@ def jieba_dictionary_path() -> Path | None:
     except OSError:
         return None
     stamp = f"{jieba.__version__}-{info.st_size}-{info.st_mtime_ns}"
-    return _cache_dir() / f"jieba-dict-v{_DICT_FORMAT}-{stamp}.npz"
+    return cache_dir() / f"jieba-dict-v{_DICT_FORMAT}-{stamp}.npz"
 
 
 def _write_dictionary(path: Path) -> None:
@@ -96,16 +85,7 @@ def _write_dictionary(path: Path) -> None:
         pairs.sort()
         arrays[f"w{length}"] = np.array([k for k, _ in pairs], dtype=f"S{length}")
         arrays[f"f{length}"] = np.array([c for _, c in pairs], dtype=np.int64)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    save_arrays(path, arrays)
 
 
 class JiebaDictionary:

