@@ -98,6 +98,12 @@ _ROUTE_RELATIONS = frozenset({RelationType.EXPORTS_TO, RelationType.USED_WITH})
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
 #: Linked nodes that many things relate to: a link to one does not make a question about them.
 _GENERIC = frozenset({NodeType.HARDWARE, NodeType.CONCEPT})
+#: A yes/no question: "Is X still recommended…?", "Should I still use X?", "X 还推荐吗？", "是否…".
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|should|can|could|would|will|has|have)\b|"
+    r"吗\s*[？?]?\s*$|是否|是不是",
+    re.I,
+)
 #: Kinds that ask about something rather than for something.
 _ABOUT_KINDS = frozenset({QuestionKind.FACT, QuestionKind.HOW_TO})
 
@@ -141,11 +147,16 @@ def asks_to_choose(question: Question) -> bool:
     """Whether a question asks to pick something: a choice cue, or the kind of thing it wants.
 
     A question of kind CHOOSE without a choice cue ("What exactly does FSDP shard?") got that
-    kind because nothing else matched; it does not ask to choose.
+    kind because nothing else matched; it does not ask to choose. Nor does a yes/no question
+    whose cue is about what it names ("Is DataParallel still recommended?", "还推荐 TF 吗？").
     """
     if expected_types(question.text):
         return True
-    return question.kind == QuestionKind.CHOOSE and has_choice_cue(question.text)
+    return (
+        question.kind == QuestionKind.CHOOSE
+        and has_choice_cue(question.text)
+        and not _YES_NO.search(question.text)
+    )
 
 
 def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:

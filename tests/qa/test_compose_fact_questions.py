@@ -53,6 +53,7 @@ def test_the_article_links_engines_and_the_strategy_to_the_gpu(assistant: Assist
         "What exactly does FSDP split across the GPUs?",  # no kind cue: read as CHOOSE by default
         "FSDP 在多张 GPU 上切分的是什么？",  # FACT
         "How does FSDP save memory on GPUs?",  # HOW_TO
+        "Is FSDP still recommended for saving memory on GPUs?",  # yes/no: "recommend" is no choice
     ],
 )
 def test_a_question_about_a_named_thing_recommends_nothing_else(
@@ -88,6 +89,9 @@ def test_what_the_named_thing_leads_to_is_still_recommended(assistant: Assistant
         ("Which library should I use on a GPU?", True),
         ("What exactly does FSDP split across the GPUs?", False),
         ("FSDP 在多张 GPU 上切分的是什么？", False),
+        ("Is FSDP still recommended on GPUs?", False),  # a yes/no question about what it names
+        ("多卡训练还推荐用 FSDP 吗？", False),
+        ("Which engine do you recommend for my GPU server?", True),
     ],
 )
 def test_asks_to_choose(assistant: Assistant, question: str, expected: bool) -> None:
