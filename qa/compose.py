@@ -376,15 +376,18 @@ class GraphComposer:
 
         An edge between two linked entities (PyTorch -RATED-> Ease of Use) ranks first; then edges
         of one linked entity by the words their quotes share with the question. One fact per
-        quote.
+        quote. When the question names something to choose, an edge that touches only a generic
+        link (GPU, CPU) is not a fact about what it asks.
         """
         words = set(tokenize(question.text))
         linked = set(bundle.linked) | {s for s, v in bundle.situations.items() if v >= 0.6}
+        generic = {e for e in linked if self.graph.entity(e).type in _GENERIC}
+        names_one = any(self.graph.entity(e).type in _CHOOSABLE for e in bundle.linked)
         chosen: dict[tuple[str, str, str, str], tuple[float, GraphPath]] = {}
         for path in bundle.paths:
             edge = path.edges[0]
             ends = {edge.source, edge.target} & linked
-            if not ends:
+            if not ends or (names_one and ends <= generic):
                 continue
             quote = " ".join(ev.quote for ev in edge.evidence)
             overlap = len(words & set(tokenize(quote)))

@@ -66,6 +66,9 @@ def test_a_question_about_a_named_thing_recommends_nothing_else(
     # the facts about the named thing stay in the answer
     for fact in ("参数", "梯度", "优化器状态"):
         assert fact in answer.answer
+    # and what merely runs on the same GPU is no fact about it: no cited edge touches it
+    touched = {end for c in answer.citations for e in c.path for end in (e.source, e.target)}
+    assert not touched & {"inference-engine:tensorrt", "inference-engine:onnx-runtime"}, touched
 
 
 def test_a_choose_question_keeps_the_hardware_signal(assistant: Assistant) -> None:
