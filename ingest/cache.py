@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["cache_dir", "save_arrays"]
+__all__ = ["cache_dir", "load_array_dir", "save_array_dir", "save_arrays"]
 
 
 def cache_dir() -> Path:
@@ -39,3 +40,25 @@ def save_arrays(path: Path, arrays: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def save_array_dir(path: Path, arrays: dict[str, Any]) -> None:
+    """One `.npy` file per array in the directory `path`, created whole or not at all (a
+    temporary directory renamed into place), so that `load_array_dir` can memory-map them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        for name, array in arrays.items():
+            np.save(tmp / f"{name}.npy", array, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_array_dir(path: Path, names: tuple[str, ...]) -> dict[str, Any]:
+    """The arrays `save_array_dir` wrote, memory-mapped read-only (OSError/ValueError if absent
+    or damaged)."""
+    return {
+        name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in names
+    }

