@@ -234,6 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kgqa: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`kgqa ask ... | head`): not an error of ours, and no traceback;
+        # point stdout at /dev/null so that the interpreter's final flush stays quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports it
 
 
 if __name__ == "__main__":

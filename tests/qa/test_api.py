@@ -8,6 +8,7 @@ they stand in for a model, not for the HTTP protocol (tests/qa/test_llm_* cover 
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -305,6 +306,28 @@ def test_cli_ask_prints_a_readable_answer_with_cited_quotes(
     assert "framework-and-tool-selection.txt" in done.stdout
     with pytest.raises(json.JSONDecodeError):
         json.loads(done.stdout)
+
+
+def test_cli_ask_into_a_pipe_closed_early_prints_no_traceback(
+    ask_verb: None,
+    corpus_store: Path,  # noqa: F811
+) -> None:
+    # `kgqa ask ... | head -1`: the reader is gone before the answer is written
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "qa.cli", "ask", QUESTION, "--store", str(corpus_store)],
+            cwd=ROOT,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(writer)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 141
 
 
 def test_cli_ask_without_a_store_says_what_to_run(ask_verb: None, tmp_path: Path) -> None:
