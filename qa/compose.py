@@ -540,6 +540,9 @@ class GraphComposer:
             facts = self.facts(question, bundle, limit=shown)
         comparison = self.comparison(bundle)
         facts = list({p.id: p for p in comparison + facts}.values())[: max(shown, len(comparison))]
+        # a fact that is already a recommendation's reason (same edge, same quote) is not repeated
+        reasons = {_said(p) for _node, _score, paths in ranked for p in paths[:3]}
+        facts = [p for p in facts if _said(p) not in reasons]
         conflicts = self.relevant_conflicts(question, bundle)
         sentences = self.source_sentences(question, bundle)
         if not ranked and not facts and not conflicts and not sentences:
@@ -586,6 +589,11 @@ class GraphComposer:
             ],
             backend="graph",
         )
+
+
+def _said(path: GraphPath) -> tuple[str, tuple[str, ...]]:
+    """What a rendered path says: its triples and its quotes."""
+    return path.id, tuple(ev.quote for edge in path.edges for ev in edge.evidence)
 
 
 def _distinct_reasons(paths: list[GraphPath]) -> list[GraphPath]:

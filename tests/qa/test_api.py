@@ -112,6 +112,27 @@ def _comparable(answer: Answer) -> str:
     return answer.model_dump_json(exclude={"latency_ms"})
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "我是零基础，先学哪个框架？",
+        "PyTorch model, Intel edge box, lowest latency: what path?",
+        "我有 16 张卡，超大模型单卡装不下，用什么？",
+    ],
+)
+def test_an_answer_says_each_cited_edge_once(
+    assistant: Assistant,  # noqa: F811
+    question: str,
+) -> None:
+    answer = assistant.ask(question)
+    said = [
+        line.split(" — ", 1)[-1] if line.startswith("- **") else line[2:]
+        for line in answer.answer.splitlines()
+        if line.startswith("- ")
+    ]
+    assert said and len(said) == len(set(said)), answer.answer
+
+
 def test_eight_threads_get_the_same_answers_as_sequential_asks(
     corpus_store: Path,  # noqa: F811
     dev_questions: list[dict[str, object]],  # noqa: F811
