@@ -78,7 +78,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     >>> build_parser(["graph", "stats"]).parse_args(["graph", "stats"]).graph_command
     'stats'
     """
-    parser = argparse.ArgumentParser(prog="kgqa", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="kgqa",
+        description="Which deep-learning framework or tool, and why: answers from a knowledge "
+        "graph of its documents, with the sources to prove it.",
+    )
     parser.add_argument("--config", type=Path, default=None, help="TOML config file")
     sub = parser.add_subparsers(dest="command", required=True)
     verb = None if argv is None else _verb(argv)

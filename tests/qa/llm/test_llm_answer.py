@@ -3,17 +3,36 @@ session by tests/qa/conftest.py, over the bundled corpus."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import pytest
-from store_fixture import assistant, corpus_store  # noqa: F401  (fixtures)
+from grounding import Edges, assert_grounded
+from store_fixture import (  # fixtures
+    assistant,  # noqa: F401
+    corpus_edges,  # noqa: F401
+    corpus_store,  # noqa: F401
+    documents_on_disk,  # noqa: F401
+)
 
 from ingest.text import Tokenizer
 from kg.errors import LLMBadResponse
 from qa.api import Assistant
 from qa.config import LLMKind, LLMSettings
-from qa.llm.answerer import ChatAnswerer, make_llm, stream_answer_field
+from qa.llm.answerer import ChatAnswerer, PromptPlan, make_llm, stream_answer_field
 from qa.llm.client import ChatModel
 from qa.llm.serve import ServerHandle
-from qa.schema import EvidenceBundle
+from qa.schema import Answer, EvidenceBundle, Question
+
+
+@pytest.fixture
+def grounded(
+    corpus_edges: Edges,  # noqa: F811
+    documents_on_disk: dict[str, str],  # noqa: F811
+) -> Callable[[Answer], None]:
+    """Cited edges are in the graph export, quotes verbatim in the documents on disk."""
+    return lambda answer: assert_grounded(answer, corpus_edges, documents_on_disk)
+
 
 QUESTIONS = ["我是零基础，先学哪个框架？", "Which engine should I use for LLM serving?"]
 
@@ -31,6 +50,7 @@ def test_llm_answer_cites_only_what_retrieval_produced(
     llamacpp_server: ServerHandle,
     assistant: Assistant,  # noqa: F811
     question: str,
+    grounded: Callable[[Answer], None],
 ) -> None:
     llm = _answerer(llamacpp_server, assistant)
     parsed = assistant.understand(question)
@@ -45,8 +65,7 @@ def test_llm_answer_cites_only_what_retrieval_produced(
     path_ids = {tuple((e.source, e.relation, e.target) for e in edges) for edges in shown}
     for citation in answer.citations:
         assert tuple((e.source, e.relation, e.target) for e in citation.path) in path_ids
-    _verified, result = assistant.verifier.verify(answer)
-    assert result.dropped == 0, result.reasons
+    grounded(answer)
 
 
 def test_the_llm_answer_streams_and_is_verified(
@@ -90,15 +109,29 @@ def _offline_answerer(assistant: Assistant) -> ChatAnswerer:  # noqa: F811
     return ChatAnswerer(chat, assistant.graph, assistant.tokenizer)
 
 
+class Planned(NamedTuple):
+    """A question read and answered by the graph, and the LLM request planned for it."""
+
+    llm: ChatAnswerer
+    parsed: Question
+    draft: Answer
+    bundle: EvidenceBundle
+    plan: PromptPlan
+
+
+def _planned(assistant: Assistant, question: str) -> Planned:  # noqa: F811
+    llm = _offline_answerer(assistant)
+    parsed = assistant.understand(question)
+    draft, bundle = assistant.graph_answer(parsed)
+    return Planned(llm, parsed, draft, bundle, llm.plan(parsed, bundle, draft))
+
+
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_the_prompt_is_compact_and_the_schema_enumerates_the_evidence(
     assistant: Assistant,  # noqa: F811
     question: str,
 ) -> None:
-    llm = _offline_answerer(assistant)
-    parsed = assistant.understand(question)
-    draft, bundle = assistant.graph_answer(parsed)
-    plan = llm.plan(parsed, bundle, draft)
+    llm, parsed, draft, _bundle, plan = _planned(assistant, question)
     user = plan.messages[-1].content
     # a few hundred tokens at most: a 0.5B model on 2 loaded cores prefills ~10-70 tokens/s
     assert len(plan.messages[0].content) + len(user) < 900, user
@@ -119,12 +152,10 @@ def test_the_prompt_is_compact_and_the_schema_enumerates_the_evidence(
 
 
 def test_build_renders_the_cited_evidence_after_the_model_sentence(
-    assistant: Assistant,  # noqa: F811
+    assistant: Assistant,  # noqa: F811,
+    grounded: Callable[[Answer], None],
 ) -> None:
-    llm = _offline_answerer(assistant)
-    parsed = assistant.understand(QUESTIONS[1])
-    draft, bundle = assistant.graph_answer(parsed)
-    plan = llm.plan(parsed, bundle, draft)
+    llm, parsed, draft, _bundle, plan = _planned(assistant, QUESTIONS[1])
     name = list(plan.names)[1]  # not the draft's top pick: the model revises the draft
     data = {
         "recommendations": [name, "NotACandidate", name],
@@ -140,50 +171,40 @@ def test_build_renders_the_cited_evidence_after_the_model_sentence(
     assert answer.citations[0].path == first.edges
     assert first.edges[0].evidence[0].quote in text  # the whole quote, not the prompt's clip
     assert " ".join(plan.sentences[0][0].split()) in text  # verbatim, whitespace folded
-    _verified, result = assistant.verifier.verify(answer)
-    assert result.dropped == 0, result.reasons
+    grounded(answer)
 
 
 def test_the_same_top_pick_confirms_the_draft_and_keeps_its_evidence(
-    assistant: Assistant,  # noqa: F811
+    assistant: Assistant,  # noqa: F811,
+    grounded: Callable[[Answer], None],
 ) -> None:
-    llm = _offline_answerer(assistant)
-    parsed = assistant.understand(QUESTIONS[1])
-    draft, bundle = assistant.graph_answer(parsed)
-    plan = llm.plan(parsed, bundle, draft)
+    llm, parsed, draft, _bundle, plan = _planned(assistant, QUESTIONS[1])
     top = draft.recommendations[0]
     data = {"draft_ok": False, "recommendations": [top.name], "citations": [], "answer": "Use it."}
     answer = llm.build(parsed, data, plan, draft)
     assert [r.id for r in answer.recommendations] == [top.id]  # the model's own pick list
     assert answer.answer == "Use it.\n\n" + draft.answer  # its prose, then the graph answer
     assert all(c.path in [a.path for a in answer.citations] for c in draft.citations)
-    _verified, result = assistant.verifier.verify(answer)
-    assert result.dropped == 0, result.reasons
+    grounded(answer)
 
 
 def test_a_draft_without_picks_keeps_its_facts_and_the_model_picks_nothing(
-    assistant: Assistant,  # noqa: F811
+    assistant: Assistant,  # noqa: F811,
+    grounded: Callable[[Answer], None],
 ) -> None:
-    llm = _offline_answerer(assistant)
-    parsed = assistant.understand("TensorFlow 现在的主要用户是哪些人？")
-    draft, bundle = assistant.graph_answer(parsed)
+    llm, parsed, draft, _bundle, plan = _planned(assistant, "TensorFlow 现在的主要用户是哪些人？")
     assert not draft.recommendations and draft.citations  # a fact question with cited facts
-    plan = llm.plan(parsed, bundle, draft)
     data = {"recommendations": list(plan.names)[:1], "citations": [], "answer": "No: use DDP."}
     answer = llm.build(parsed, data, plan, draft)
     assert answer.recommendations == []
     assert answer.answer == "No: use DDP.\n\n" + draft.answer
-    _verified, result = assistant.verifier.verify(answer)
-    assert result.dropped == 0, result.reasons
+    grounded(answer)
 
 
 def test_build_rejects_an_empty_answer_and_cites_the_evidence_of_an_uncited_pick(
     assistant: Assistant,  # noqa: F811
 ) -> None:
-    llm = _offline_answerer(assistant)
-    parsed = assistant.understand(QUESTIONS[0])
-    draft, bundle = assistant.graph_answer(parsed)
-    plan = llm.plan(parsed, bundle, draft)
+    llm, parsed, draft, _bundle, plan = _planned(assistant, QUESTIONS[0])
     with pytest.raises(LLMBadResponse, match="empty"):
         llm.build(parsed, {"recommendations": [], "citations": [], "answer": " "}, plan, draft)
     name = draft.recommendations[0].name
@@ -201,10 +222,7 @@ def test_build_rejects_an_empty_answer_and_cites_the_evidence_of_an_uncited_pick
 def test_a_confirmed_draft_keeps_its_picks_and_an_echo_is_refused(
     assistant: Assistant,  # noqa: F811
 ) -> None:
-    llm = _offline_answerer(assistant)
-    parsed = assistant.understand(QUESTIONS[0])
-    draft, bundle = assistant.graph_answer(parsed)
-    plan = llm.plan(parsed, bundle, draft)
+    llm, parsed, draft, _bundle, plan = _planned(assistant, QUESTIONS[0])
     last = list(plan.names)[-1]
     data = {"draft_ok": True, "recommendations": [last], "citations": ["P1"], "answer": "好。"}
     answer = llm.build(parsed, data, plan, draft)
