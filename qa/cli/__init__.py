@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeAlias
 if TYPE_CHECKING:
     from qa.config import Settings
 
-__all__ = ["VERBS", "Command", "build_parser", "main", "settings_of"]
+__all__ = ["VERBS", "Command", "build_parser", "main", "offline_vllm_environment", "settings_of"]
 
 Command: TypeAlias = "Callable[[argparse.Namespace, Settings], int]"
 WithStore: TypeAlias = Callable[[argparse.ArgumentParser], None]
@@ -48,6 +48,18 @@ def settings_of(args: argparse.Namespace) -> Settings:
         embedder=getattr(args, "embedder", None),
         lexicon=getattr(args, "lexicon", None) or None,
     )
+
+
+def offline_vllm_environment(llm_spec: str) -> None:
+    """vLLM run in this process (`--llm vllm-offline:DIR`) reads its CPU build's settings from the
+    process environment when it loads: set their defaults here, at the edge, and nowhere else."""
+    if not llm_spec.startswith("vllm-offline:"):
+        return
+    from qa.llm.offline import vllm_is_cpu_build_here
+    from qa.llm.runtime import vllm_cpu_env
+
+    if vllm_is_cpu_build_here():
+        os.environ.update(vllm_cpu_env(os.environ))
 
 
 def _verb(argv: Sequence[str]) -> str | None:

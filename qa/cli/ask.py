@@ -53,8 +53,10 @@ def _ensure_store(settings: Settings) -> None:
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Answer one question; `--json` prints the Answer object; exit 2 for a rejected question."""
     from qa.api import Assistant
+    from qa.cli import offline_vllm_environment
     from qa.schema import FallbackKind
 
+    offline_vllm_environment(args.llm)
     _ensure_store(settings)
     assistant = Assistant.open(
         settings.store, settings=settings, dense=not args.no_dense, llm=args.llm

@@ -6,7 +6,6 @@ The work is `qa.eval.run.run_eval`, imported when the verb runs so that `kgqa --
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -75,21 +74,12 @@ def _print_outcome(outcome: EvalOutcome) -> None:
         print(f"report: {outcome.report} (summary: {outcome.summary_md})")
 
 
-def _offline_vllm_environment(spec: str) -> None:
-    """vLLM run in this process (`--llm vllm-offline:DIR`) reads its CPU build's settings from
-    the process environment when it loads: set their defaults here, at the edge."""
-    from qa.llm.offline import parse_offline_spec, vllm_is_cpu_build_here
-    from qa.llm.runtime import vllm_cpu_env
-
-    if parse_offline_spec(spec) is not None and vllm_is_cpu_build_here():
-        os.environ.update(vllm_cpu_env(os.environ))
-
-
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Run `kgqa eval`; exit 1 when some question failed to get an answer."""
+    from qa.cli import offline_vllm_environment
     from qa.eval.run import EvalOptions, run_eval
 
-    _offline_vllm_environment(args.llm)
+    offline_vllm_environment(args.llm)
     options = EvalOptions(
         questions=args.questions,
         out=args.out,

@@ -31,12 +31,14 @@ def parse_auth(value: str | None) -> tuple[str, str] | None:
 def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
     """Open the store and serve the app until interrupted."""
     from qa.api import Assistant
+    from qa.cli import offline_vllm_environment
     from ui.app import launch_app
 
     configured = settings.ui_auth.get_secret_value() if settings.ui_auth else None
     auth = parse_auth(args.auth or configured)
     if args.host not in ("127.0.0.1", "localhost", "::1") and auth is None:
         print(f"warning: serving on {args.host} without --auth: anyone who can reach it can ask")
+    offline_vllm_environment(args.llm)
     assistant = Assistant.open(
         settings.store, settings=settings, dense=not args.no_dense, llm=args.llm
     )
