@@ -196,10 +196,12 @@ def _catalogue_table(found: DocumentEntities, block: Block) -> None:
         ids = [found.resolve(name, ev) for name in split_names(row[0])]
         row_subjects.append(list(dict.fromkeys(i for i in ids if i is not None)))
     sibling_type = found.majority_solution_type([i for ids in row_subjects for i in ids])
-    row_subjects = [
-        [found.retype(i, sibling_type) if found.type_of(i) == NodeType.CONCEPT else i for i in ids]
-        for ids in row_subjects
-    ]
+    settled: dict[str, str] = {}  # a subject that heads several rows is retyped once
+    for i in (i for ids in row_subjects for i in ids):
+        if i not in settled:
+            concept = found.type_of(i) == NodeType.CONCEPT
+            settled[i] = found.retype(i, sibling_type) if concept else i
+    row_subjects = [[settled[i] for i in ids] for ids in row_subjects]
     ecosystem = _heading_owner(found, block)
     attributes: list[str | None] = [None]
     attributes += [

@@ -290,3 +290,14 @@ def test_hardware_situations_link_to_hardware_nodes(lexicon: Lexicon) -> None:
 def test_english_runs_on_sentence(lexicon: Lexicon) -> None:
     found = _relations_of("TensorRT runs on NVIDIA GPUs.\n", lexicon)
     assert ("inference-engine:tensorrt", "RUNS_ON", "hardware:nvidia-gpu") in found
+
+
+def test_a_new_name_heading_two_table_rows_is_typed_once(lexicon: Lexicon) -> None:
+    # FooLib heads two rows beside known frameworks: it becomes a framework (it used to raise
+    # KeyError on its second row, after the first had retyped it)
+    text = (
+        "| Framework | Good for |\n| --- | --- |\n| PyTorch | research |\n"
+        "| TensorFlow | production |\n| FooLib | small models |\n| FooLib | large models |\n"
+    )
+    found = _relations_of(text, lexicon)
+    assert ("framework:foolib", "HAS_PROPERTY", "criterion:good-for") in found, found
