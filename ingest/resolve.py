@@ -116,6 +116,8 @@ class DocumentEntities:
         self.entities: dict[str, Entity] = {}
         self.relations: list[Relation] = []
         self._pattern_cache: tuple[re.Pattern[str] | None, dict[str, str]] | None = None
+        self._registry_version = 0  # bumped when an entity is added or removed
+        self._names: tuple[int, dict[str, str]] = (-1, {})
 
     # -- evidence ---------------------------------------------------------------------------
     def evidence(self, start: int, end: int, heading_path: tuple[str, ...] = ()) -> Evidence:
@@ -140,6 +142,7 @@ class DocumentEntities:
             self.entities[eid] = Entity(
                 id=eid, type=node_type, name=name, aliases=list(aliases), evidence=[ev]
             )
+            self._registry_version += 1
         else:
             known.aliases.extend(a for a in aliases if a not in known.aliases and a != known.name)
             if all(e.start != ev.start for e in known.evidence):
@@ -204,16 +207,7 @@ class DocumentEntities:
 
     def _discovered_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, str]]:
         """A pattern of the things this document discovered (names the lexicon does not know)."""
-        names: dict[str, str] = {}
-        for entity in self.entities.values():
-            key = normalize_name(entity.name)
-            if (
-                entity.type in SOLUTION_TYPES
-                and len(key) >= 3
-                and self.lexicon.lookup(entity.name) is None
-                and looks_like_name(entity.name)
-            ):
-                names.setdefault(key, entity.id)
+        names = self._discovered_names()
         if not names:
             return None, names
         if self._pattern_cache is not None and self._pattern_cache[1] == names:
@@ -226,6 +220,24 @@ class DocumentEntities:
         pattern = re.compile("|".join(surface_pattern(s) for s in surfaces), re.IGNORECASE)
         self._pattern_cache = (pattern, names)
         return pattern, names
+
+    def _discovered_names(self) -> dict[str, str]:
+        """Normalised name -> id of the discovered solution entities; recomputed only after an
+        entity was added or removed (it is asked for every text the document mentions)."""
+        if self._names[0] == self._registry_version:
+            return self._names[1]
+        names: dict[str, str] = {}
+        for entity in self.entities.values():
+            key = normalize_name(entity.name)
+            if (
+                entity.type in SOLUTION_TYPES
+                and len(key) >= 3
+                and self.lexicon.lookup(entity.name) is None
+                and looks_like_name(entity.name)
+            ):
+                names.setdefault(key, entity.id)
+        self._names = (self._registry_version, names)
+        return names
 
     def find_mentions(self, text: str) -> list[Mention]:
         """Lexicon entities, and solution entities this document discovered, named in a text."""
@@ -279,6 +291,7 @@ class DocumentEntities:
         if entity.type == node_type or self.lexicon.lookup(entity.name) is not None:
             return eid
         del self.entities[eid]
+        self._registry_version += 1
         new_id = entity_id(node_type, entity.name)
         for ev in entity.evidence:
             self._register(node_type, entity.name, entity.aliases, ev)

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kg.errors import StoreError
+from kg.patterns import one_pass_pattern
 from kg.schema import NodeType, entity_id, normalize_name
 
 __all__ = ["Lexicon", "LexiconEntry", "LexiconFile", "Mention", "surface_pattern"]
@@ -83,6 +84,17 @@ def surface_pattern(surface: str) -> str:
     return body
 
 
+def _longest_first(surfaces: set[str]) -> list[str]:
+    """Longest first, ties in code-point order: "XLA 编译" and "XLA编译器" both match at the
+    start of "XLA编译器", and which one wins must not depend on the order of a set (it changes
+    with each process's hash seed).
+
+    >>> _longest_first({"XLA编译器", "XLA 编译", "XLA"})
+    ['XLA 编译', 'XLA编译器', 'XLA']
+    """
+    return sorted(surfaces, key=lambda s: (-len(s), s))
+
+
 class Lexicon:
     """Surface-form lookup and mention finding over entities and terms."""
 
@@ -131,13 +143,12 @@ class Lexicon:
 
     @cached_property
     def _entity_regex(self) -> re.Pattern[str]:
-        surfaces = sorted(
-            {s for e in self.entries.values() for s in e.surfaces if len(normalize_name(s)) > 1},
-            key=len,
-            reverse=True,
+        surfaces = _longest_first(
+            {s for e in self.entries.values() for s in e.surfaces if len(normalize_name(s)) > 1}
         )
-        # ASCII case is folded on both sides (positions kept): far cheaper than re.IGNORECASE
-        return re.compile("|".join(surface_pattern(s.translate(_ASCII_LOWER)) for s in surfaces))
+        # ASCII case is folded on both sides (positions kept): far cheaper than re.IGNORECASE;
+        # one pass over the text, not one try per surface at each position (`kg.patterns`)
+        return one_pass_pattern([surface_pattern(s.translate(_ASCII_LOWER)) for s in surfaces])
 
     @cached_property
     def _term_regex(self) -> tuple[re.Pattern[str], dict[str, list[str]]]:
@@ -145,8 +156,8 @@ class Lexicon:
         for key, surfaces in self.terms.items():
             for surface in surfaces:
                 by_surface.setdefault(normalize_name(surface), []).append(key)
-        ordered = sorted({s for ss in self.terms.values() for s in ss}, key=len, reverse=True)
-        pattern = re.compile("|".join(surface_pattern(s.translate(_ASCII_LOWER)) for s in ordered))
+        ordered = _longest_first({s for ss in self.terms.values() for s in ss})
+        pattern = one_pass_pattern([surface_pattern(s.translate(_ASCII_LOWER)) for s in ordered])
         return pattern, by_surface
 
     def entity_mentions(self, text: str) -> list[Mention]:

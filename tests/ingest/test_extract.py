@@ -5,6 +5,9 @@ bullet list. Both name new tools (FooServe, BarNet, QuxCache) that no lexicon kn
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -301,3 +304,34 @@ def test_a_new_name_heading_two_table_rows_is_typed_once(lexicon: Lexicon) -> No
     )
     found = _relations_of(text, lexicon)
     assert ("framework:foolib", "HAS_PROPERTY", "criterion:good-for") in found, found
+
+
+def test_extraction_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    # worker processes have seeds of their own: a set's order must not pick a mention
+    script = """if True:
+        import sys
+        from pathlib import Path
+        from ingest.extract import extract_document
+        from ingest.load import iter_corpus
+        from ingest.structure import parse_blocks
+        from kg.lexicon import Lexicon
+        lexicon = Lexicon.default()
+        for result in iter_corpus([Path(sys.argv[1])]):
+            if result.document is not None:
+                doc = result.document
+                print(extract_document(doc, parse_blocks(doc), lexicon).model_dump_json())
+    """
+    root = Path(__file__).resolve().parents[2]
+    outputs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(root / "corpus")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outputs.append(done.stdout)
+    assert len(outputs[0]) > 10_000
+    assert outputs[0] == outputs[1]
