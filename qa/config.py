@@ -115,6 +115,11 @@ class Settings(BaseSettings):
     )
     lexicon: list[Path] = Field(default_factory=list, description="extra alias lexicon files")
     max_file_mb: int = Field(default=20, ge=1)
+    workers: int | None = Field(
+        default=None,
+        ge=0,
+        description="processes that parse documents during ingest (default: cores - 1, <= 4)",
+    )
     cache_dir: Path = Field(
         default_factory=default_cache_dir,
         description="derived files (jieba and e5 arrays, ONNX graphs), models, server logs",

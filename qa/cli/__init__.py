@@ -47,6 +47,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         corpus=getattr(args, "corpus", None) or None,
         embedder=getattr(args, "embedder", None),
         lexicon=getattr(args, "lexicon", None) or None,
+        workers=getattr(args, "workers", None),
     )
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ingest.load import LoadResult
     from ingest.pipeline import IngestReport
     from qa.config import Settings
 
-__all__ = ["cmd_ingest", "ingest_with", "register"]
+__all__ = ["ProgressBar", "cmd_ingest", "ingest_with", "register"]
 
 
 def ingest_with(settings: Settings, *, progress: bool = False) -> IngestReport:
@@ -28,16 +28,39 @@ def ingest_with(settings: Settings, *, progress: bool = False) -> IngestReport:
         make_embedder(settings.embedder, cache_dir=settings.cache_dir, spin=settings.ort_spin),
         Lexicon.default(settings.lexicon),
         embedder_spec=settings.embedder,
-        progress=_progress_bar if progress else None,
+        progress=ProgressBar() if progress else None,
         max_bytes=settings.max_file_mb * 1024 * 1024,
         cache_dir=settings.cache_dir,
+        workers=settings.workers,
     )
 
 
-def _progress_bar(results: Iterable[LoadResult]) -> Iterable[LoadResult]:
-    from tqdm import tqdm
+class ProgressBar:
+    """Documents done (written or carried over) of all, documents/s, and new chunks and
+    chunks/s, on stderr (`ingest.pipeline.IngestProgress`)."""
 
-    return tqdm(results, desc="ingest", unit="doc", file=sys.stderr, leave=False)
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._chunks = 0
+        self._started = 0.0
+
+    def start(self, documents: int) -> None:
+        """Show the bar."""
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=documents, desc="ingest", unit="doc", file=sys.stderr, leave=False)
+        self._started = time.perf_counter()
+
+    def advance(self, chunks: int) -> None:
+        """One more document, with its new chunks."""
+        self._chunks += chunks
+        rate = self._chunks / max(time.perf_counter() - self._started, 1e-9)
+        self._bar.set_postfix_str(f"{self._chunks} chunks, {rate:.1f} chunks/s", refresh=False)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        """Take the bar away."""
+        self._bar.close()
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -86,5 +109,8 @@ def register(
     ingest.add_argument("--corpus", type=Path, action="append", help="corpus dir (repeatable)")
     ingest.add_argument("--embedder", default=None, help="e5-int8 (default) | e5 | st:<model dir>")
     ingest.add_argument("--lexicon", type=Path, action="append", help="extra alias lexicon file")
+    ingest.add_argument(
+        "--workers", type=int, default=None, help="parsing processes (default: cores - 1, <= 4)"
+    )
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
     ingest.set_defaults(func=cmd_ingest)

@@ -17,6 +17,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from ingest.chunk import chunk_embedding_text
 from ingest.embed import E5Embedder, EmbedderWrapper, Vectors
 from ingest.merge import merge_extractions
 from ingest.pipeline import IngestReport, ingest_corpus
@@ -430,11 +431,20 @@ def test_editing_one_document_redoes_only_it(
     assert report.processed == ["edge-guide-en.md"]
     assert len(report.reused) == len(before.manifest.documents) - 1
     after = Store.open(built.store)
-    assert (
-        report.embedded_chunks
-        == embedder.passages
-        == after.manifest.documents["edge-guide-en.md"].chunks
+    # only the chunk whose text changed is embedded; the others keep their vectors
+    old_record, new_record = (s.doc_record("edge-guide-en.md") for s in (before, after))
+    old_vectors = dict(
+        zip(
+            (chunk_embedding_text(c) for c in old_record.chunks),
+            before.doc_vectors(old_record.document.id),
+            strict=True,
+        )
     )
+    new_texts = [t for c in new_record.chunks if (t := chunk_embedding_text(c)) not in old_vectors]
+    assert report.embedded_chunks == embedder.passages == len(new_texts) == 1
+    for chunk, row in zip(new_record.chunks, after.doc_vectors("edge-guide-en.md"), strict=True):
+        if chunk_embedding_text(chunk) in old_vectors:
+            assert np.array_equal(row, old_vectors[chunk_embedding_text(chunk)])
     for doc_id in before.manifest.documents:
         if doc_id != "edge-guide-en.md":
             assert after.doc_record(doc_id) == before.doc_record(doc_id)

@@ -1,0 +1,105 @@
+"""Parse and extract documents in worker processes while the caller embeds the ones before.
+
+`processed_in_order` runs a document function (parse, extract, chunk: pure Python, so processes,
+not threads) over documents in a pool of `workers` processes, a few documents ahead of the
+caller, and yields the results in the documents' order: what is written does not depend on the
+number of workers or on which finished first. With no workers, or one document, it runs in the
+caller's process (starting a worker costs ~1 s of imports).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+
+from kg.documents import Document
+from kg.lexicon import Lexicon
+from kg.store import DocRecord
+
+__all__ = ["DocumentWork", "Processed", "default_workers", "processed_in_order"]
+
+DocumentWork = Callable[[Document, Lexicon], DocRecord]
+
+_lexicon: Lexicon | None = None  # a worker's copy, sent once when the worker starts
+
+
+@dataclass(frozen=True)
+class Processed:
+    """One document's result: its record, or why it failed (`errors` the work raised), and
+    the CPU seconds the work took (in whichever process ran it)."""
+
+    document: Document
+    record: DocRecord | None
+    error: str | None
+    seconds: float
+
+
+def default_workers() -> int:
+    """Worker processes for parsing: one core is left to the embedder, at most four.
+
+    >>> 1 <= default_workers() <= 4
+    True
+    """
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
+
+
+def _start_worker(lexicon: Lexicon) -> None:
+    global _lexicon
+    _lexicon = lexicon
+
+
+def _run(
+    work: DocumentWork, doc: Document, lexicon: Lexicon, errors: tuple[type[Exception], ...]
+) -> Processed:
+    started = time.process_time()
+    try:
+        record: DocRecord | None = work(doc, lexicon)
+        error = None
+    except errors as err:
+        record, error = None, f"{type(err).__name__}: {err}"
+    return Processed(doc, record, error, time.process_time() - started)
+
+
+def _run_in_worker(
+    work: DocumentWork, doc: Document, errors: tuple[type[Exception], ...]
+) -> Processed:
+    assert _lexicon is not None, "worker started without a lexicon"
+    return _run(work, doc, _lexicon, errors)
+
+
+def processed_in_order(
+    docs: list[Document],
+    work: DocumentWork,
+    lexicon: Lexicon,
+    *,
+    workers: int,
+    errors: tuple[type[Exception], ...] = (),
+) -> Iterator[Processed]:
+    """`work(doc, lexicon)` of each document, in order; an exception in `errors` becomes the
+    document's `error`, any other propagates. `work` must be a module-level function (it is
+    sent to the workers by name). At most `2 * workers + 1` documents wait ahead of the caller."""
+    if workers < 1 or len(docs) < 2:
+        for doc in docs:
+            yield _run(work, doc, lexicon, errors)
+        return
+    context = multiprocessing.get_context("spawn")  # no fork of a process running threads
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(lexicon,)
+    ) as pool:
+        waiting: deque[Future[Processed]] = deque()
+        upcoming = iter(docs)
+        for doc in upcoming:
+            waiting.append(pool.submit(_run_in_worker, work, doc, errors))
+            if len(waiting) > 2 * workers:
+                break
+        while waiting:
+            done = waiting.popleft().result()
+            following = next(upcoming, None)
+            if following is not None:
+                waiting.append(pool.submit(_run_in_worker, work, following, errors))
+            yield done
