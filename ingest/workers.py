@@ -4,13 +4,15 @@
 not threads) over documents in a pool of `workers` processes, a few documents ahead of the
 caller, and yields the results in the documents' order: what is written does not depend on the
 number of workers or on which finished first. With no workers, or one document, it runs in the
-caller's process (starting a worker costs ~1 s of imports).
+caller's process (starting a worker costs ~1 s of imports). A worker exits when the process
+that started it is gone.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -48,9 +50,19 @@ def default_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
-def _start_worker(lexicon: Lexicon) -> None:
+def _start_worker(lexicon: Lexicon, parent: int) -> None:
     global _lexicon
     _lexicon = lexicon
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    """A killed ingest (SIGKILL leaves it no time to stop its pool) takes its workers along:
+    they would wait for work, or to hand in a result, forever. `parent` is the pid the ingest
+    had, not this process's parent when it got here: that may already be init."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _run(
@@ -89,7 +101,7 @@ def processed_in_order(
         return
     context = multiprocessing.get_context("spawn")  # no fork of a process running threads
     with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_start_worker, initargs=(lexicon,)
+        workers, mp_context=context, initializer=_start_worker, initargs=(lexicon, os.getpid())
     ) as pool:
         waiting: deque[Future[Processed]] = deque()
         upcoming = iter(docs)

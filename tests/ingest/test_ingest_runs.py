@@ -3,7 +3,12 @@ many), chunk texts embedded once (the passage cache), an honest progress report,
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +150,40 @@ def test_progress_counts_every_document_and_its_new_chunks(
     again = RecordedProgress()
     ingest_corpus([corpus], tmp_path / "s", embedder, lexicon, progress=again)
     assert again.chunks == [0, 0, 0, 0]  # carried over: documents, no new chunks
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_killed_ingest_leaves_no_worker_behind(corpus: Path, tmp_path: Path) -> None:
+    for i in range(12):  # enough documents to keep a worker busy
+        shutil.copy(REPO / "corpus" / "how-to-judge-dl-frameworks.txt", corpus / f"copy-{i}.txt")
+    command = [sys.executable, "-m", "qa.cli", "ingest", "--corpus", str(corpus)]
+    command += ["--store", str(tmp_path / "store"), "--workers", "1"]
+    env = {**os.environ, "KGQA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(children := _children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the worker and multiprocessing's resource tracker
+        assert proc.poll() is None and len(children) >= 2, children
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{c}").exists() for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [c for c in children if Path(f"/proc/{c}").exists()]
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert not alive
