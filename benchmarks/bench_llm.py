@@ -6,6 +6,9 @@ Tokens are counted as streamed content pieces (one per token on both servers). E
 carries the load average (``os.getloadavg``): on a shared machine other work skews the figures.
 
     python benchmarks/bench_llm.py [--engines llamacpp vllm] [--concurrency 8] [--max-tokens 64]
+
+The gain of N requests at once over one is what `kgqa eval --llm ...` relies on: it answers
+`llm.max_concurrency` (8) questions at once by default (`qa.eval.run.eval_concurrency`).
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ def load_average() -> str:
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def bench(chat: ChatModel, concurrency: int, max_tokens: int) -> str:
-    """Run ``concurrency`` requests at once; a summary line."""
+def bench(chat: ChatModel, concurrency: int, max_tokens: int) -> tuple[str, float]:
+    """Run ``concurrency`` requests at once; a summary line and the total tokens/s."""
     t0 = time.monotonic()
     with ThreadPoolExecutor(concurrency) as pool:
         runs = list(pool.map(lambda _: one_request(chat, max_tokens), range(concurrency)))
@@ -53,10 +56,11 @@ def bench(chat: ChatModel, concurrency: int, max_tokens: int) -> str:
     ttft = statistics.median(r[0] for r in runs)
     per_request = statistics.median(r[1] / max(r[2] - r[0], 1e-9) for r in runs)
     total = sum(r[1] for r in runs) / wall
-    return (
+    line = (
         f"concurrency {concurrency}: TTFT median {ttft:.2f}s, {per_request:.1f} tok/s per request, "
         f"{total:.1f} tok/s total ({sum(r[1] for r in runs)} tokens in {wall:.1f}s)"
     )
+    return line, total
 
 
 def main() -> None:
@@ -84,9 +88,17 @@ def main() -> None:
             )
             with ChatModel(settings) as chat:
                 one_request(chat, 8)  # warm-up
+                totals = []
                 for n in (1, args.concurrency):
-                    line = bench(chat, n, args.max_tokens)
+                    line, total = bench(chat, n, args.max_tokens)
+                    totals.append(total)
                     print(f"{engine}: {line} [{load_average()}]", flush=True)
+                print(
+                    f"{engine}: gain at concurrency {args.concurrency}: "
+                    f"{totals[1] / max(totals[0], 1e-9):.2f}x the tokens/s of one request "
+                    f"(kgqa eval with an LLM answers llm.max_concurrency questions at once)",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

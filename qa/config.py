@@ -69,7 +69,11 @@ class LLMSettings(BaseModel):
     connect_timeout_s: float = Field(default=3.0, gt=0)
     max_retries: int = Field(default=2, ge=0, description="retries on connect errors and 5xx")
     backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles")
-    max_concurrency: int = Field(default=4, ge=1, description="requests in flight at once")
+    max_concurrency: int = Field(
+        default=8,
+        ge=1,
+        description="requests in flight at once; also kgqa eval's concurrency with an LLM",
+    )
     max_tokens: int = Field(default=512, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     threads: int | None = Field(

@@ -114,7 +114,10 @@ def register(
         "--baseline", choices=["naive"], default=None, help="also run naive RAG, side by side"
     )
     p.add_argument(
-        "--concurrency", type=int, default=1, help="questions answered at once (threads)"
+        "--concurrency",
+        type=int,
+        default=None,
+        help="questions answered at once (threads; default 1, with an LLM its max_concurrency, 8)",
     )
     p.add_argument("-k", "--k", type=int, default=_DEFAULT_K, help="retrieval recall@k cut-off")
     p.add_argument(
