@@ -48,7 +48,11 @@ class KnowledgeGraph:
 
     # -- building ---------------------------------------------------------------------------
     def add_entity(self, entity: Entity) -> None:
-        """Add a node, or merge aliases and evidence into the node with the same id."""
+        """Add a node (a copy), or merge aliases and evidence into the node with the same id."""
+        self._add_entity(entity, owned=False)
+
+    def _add_entity(self, entity: Entity, *, owned: bool) -> None:
+        """`add_entity`; `owned`: the entity was made for this graph and is kept, not copied."""
         self._names = None
         if entity.id in self.g:
             known: Entity = self.g.nodes[entity.id]["entity"]
@@ -58,10 +62,14 @@ class KnowledgeGraph:
                 known.aliases.append(entity.name)
             _merge_evidence(known.evidence, entity.evidence)
         else:
-            self.g.add_node(entity.id, entity=entity.model_copy(deep=True))
+            self.g.add_node(entity.id, entity=entity if owned else entity.model_copy(deep=True))
 
     def add_relation(self, relation: Relation) -> None:
-        """Add an edge between existing nodes, or merge evidence into the same edge."""
+        """Add an edge (a copy) between existing nodes, or merge evidence into the same edge."""
+        self._add_relation(relation, owned=False)
+
+    def _add_relation(self, relation: Relation, *, owned: bool) -> None:
+        """`add_relation`; `owned` as for `_add_entity`."""
         for end in (relation.source, relation.target):
             if end not in self.g:
                 raise StoreError(f"relation {relation.key} names unknown node {end!r}")
@@ -71,7 +79,7 @@ class KnowledgeGraph:
                 relation.source,
                 relation.target,
                 key=relation.key,
-                rel=relation.model_copy(deep=True),
+                rel=relation if owned else relation.model_copy(deep=True),
             )
         else:
             known: Relation = data["rel"]
@@ -190,20 +198,23 @@ class KnowledgeGraph:
 
     @classmethod
     def from_node_link(cls, data: dict[str, Any]) -> KnowledgeGraph:
-        """Inverse of `to_node_link` (also reads node evidence written by the store)."""
+        """Inverse of `to_node_link` (also reads node evidence written by the store). The
+        entities and relations made here are the graph's own: not copied again (opening a
+        large store spent most of its time copying them)."""
         graph = cls()
         for node in data["nodes"]:
-            graph.add_entity(
+            graph._add_entity(
                 Entity(
                     id=node["id"],
                     type=NodeType(node["type"]),
                     name=node["name"],
                     aliases=node.get("aliases", []),
                     evidence=[Evidence.model_validate(ev) for ev in node.get("evidence", [])],
-                )
+                ),
+                owned=True,
             )
         for edge in data["edges"]:
-            graph.add_relation(
+            graph._add_relation(
                 Relation(
                     source=edge["source"],
                     target=edge["target"],
@@ -215,7 +226,8 @@ class KnowledgeGraph:
                     stars=edge.get("stars"),
                     value=edge.get("value"),
                     qualifier=edge.get("qualifier"),
-                )
+                ),
+                owned=True,
             )
         return graph
 

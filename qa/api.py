@@ -14,8 +14,10 @@ assistant over the same store parts with another LLM (or none).
 from __future__ import annotations
 
 import copy
+import gc
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -80,6 +82,20 @@ class AnswerEvent(BaseModel):
     kind: Literal["graph", "delta", "final"]
     text: str = ""
     answer: Answer | None = None
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """No cyclic garbage collection while a store opens: it makes ~1M objects that live as long
+    as the assistant, and the collector walked the growing heap again and again (a third of the
+    time to open a 230-document store)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Assistant:
@@ -159,7 +175,8 @@ class Assistant:
         cache_dir, spin = settings.cache_dir, settings.ort_spin
         factory = (lambda: make_embedder(spec, cache_dir=cache_dir, spin=spin)) if dense else None
         lexicon = Lexicon.default(tuple(settings.lexicon))
-        assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
+        with _no_collection():
+            assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
         if llm == "none":
             llm = None
         elif isinstance(llm, str):

@@ -376,3 +376,19 @@ def test_cli_ask_without_a_store_says_what_to_run(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "kgqa ingest" in done.stderr
+
+
+def test_opening_a_store_leaves_the_garbage_collector_as_it_found_it(
+    corpus_store: Path,  # noqa: F811
+) -> None:
+    import gc
+
+    assert gc.isenabled()
+    Assistant.open(corpus_store)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Assistant.open(corpus_store)
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()
