@@ -11,10 +11,12 @@ as one token. The index owns that tokenizer: the answering stack tokenizes quest
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from ingest.text import Tokenizer
@@ -22,6 +24,7 @@ from kg.errors import StoreError
 
 __all__ = ["LEXICAL_STATE_VERSION", "LexicalIndex", "LexicalState"]
 
+#: Bump when tokenization changes: a rebuild reuses the postings of an index of this version.
 LEXICAL_STATE_VERSION = 1
 
 
@@ -65,25 +68,66 @@ class LexicalIndex:
         self.terms.extend(new)
         self.tokenizer.add_terms(new)
 
-    def build(self, ids: list[str], texts: list[str]) -> None:
-        """Index `texts` under `ids` (replaces any earlier contents)."""
+    def build(
+        self,
+        ids: list[str],
+        texts: list[str],
+        *,
+        reuse: tuple[LexicalState, Collection[str]] | None = None,
+    ) -> None:
+        """Index `texts` under `ids` (replaces any earlier contents).
+
+        `reuse` is an earlier state and the ids whose texts have not changed since: when that
+        index had the same terms, those documents keep its postings instead of being tokenized
+        again (re-ingesting one changed document of a large corpus). The index is the one a
+        full build makes."""
         if len(ids) != len(texts) or len(set(ids)) != len(ids):
             raise ValueError("ids must be unique and as many as texts")
-        counts = [Counter(self.tokenizer.tokenize(text)) for text in texts]
-        vocab = sorted({term for c in counts for term in c})
-        self._vocab = {term: i for i, term in enumerate(vocab)}
-        postings: list[list[tuple[int, int]]] = [[] for _ in vocab]
-        for doc, counter in enumerate(counts):
-            for term, tf in counter.items():
-                postings[self._vocab[term]].append((doc, tf))
+        old = reuse[0] if reuse is not None and self._can_reuse(reuse[0]) else None
+        old_at = {doc_id: at for at, doc_id in enumerate(old.ids)} if old is not None else {}
+        kept = reuse[1] if reuse is not None else ()
+        reused = {
+            i: old_at[doc_id] for i, doc_id in enumerate(ids) if doc_id in kept and doc_id in old_at
+        }
+        counts = {
+            i: Counter(self.tokenizer.tokenize(text))
+            for i, text in enumerate(texts)
+            if i not in reused
+        }
+        terms = [term for counter in counts.values() for term in counter]
+        docs = np.array([i for i, c in counts.items() for _ in c], dtype=np.int64)
+        freqs = np.array([tf for c in counts.values() for tf in c.values()], dtype=np.float32)
+        self._doc_len = np.zeros(len(ids), dtype=np.float32)
+        for i, counter in counts.items():
+            self._doc_len[i] = sum(counter.values())
+        vocab, term_ids = sorted(set(terms)), np.zeros(0, dtype=np.int64)
+        if old is not None and reused:
+            old_terms, old_docs, old_freqs = _kept_postings(old, reused)
+            docs, freqs = np.concatenate([docs, old_docs]), np.concatenate([freqs, old_freqs])
+            used = np.unique(old_terms).tolist()
+            vocab = sorted(set(vocab) | {old.vocab[t] for t in used})
+            self._vocab = {term: t for t, term in enumerate(vocab)}
+            remap = np.zeros(len(old.vocab), dtype=np.int64)
+            remap[used] = [self._vocab[old.vocab[t]] for t in used]
+            term_ids = remap[old_terms]
+            for i, at in reused.items():
+                self._doc_len[i] = old.doc_len[at]
+        self._vocab = {term: t for t, term in enumerate(vocab)}
+        term_ids = np.concatenate([[self._vocab[term] for term in terms], term_ids]).astype(
+            np.int64
+        )
+        order = np.lexsort((docs, term_ids))  # term-major, documents ascending
         self.ids = list(ids)
-        self._doc_len = np.array([sum(c.values()) for c in counts], dtype=np.float32)
-        lengths = np.array([len(p) for p in postings], dtype=np.int64)
-        self._indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        flat = [pair for plist in postings for pair in plist]
-        self._doc_index = np.array([d for d, _ in flat], dtype=np.int32)
-        self._term_freq = np.array([tf for _, tf in flat], dtype=np.float32)
+        per_term = np.bincount(term_ids, minlength=len(vocab))
+        self._indptr = np.concatenate([[0], np.cumsum(per_term)]).astype(np.int64)
+        self._doc_index = docs[order].astype(np.int32)
+        self._term_freq = freqs[order].astype(np.float32)
         self._update_idf()
+
+    def _can_reuse(self, old: LexicalState) -> bool:
+        """An earlier index's postings stand for an unchanged text when it tokenized as this one
+        does: same state version (bumped when tokenization changes) and the same terms."""
+        return old.version == LEXICAL_STATE_VERSION and old.terms == self.terms
 
     def _update_idf(self) -> None:
         n = len(self.ids)
@@ -155,3 +199,18 @@ class LexicalIndex:
         index._term_freq = np.array(state.term_freq, dtype=np.float32)
         index._update_idf()
         return index
+
+
+def _kept_postings(
+    old: LexicalState, reused: dict[int, int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The postings of `old` for the documents kept (`reused`: new index -> old index), with
+    their new document index: (term ids in `old.vocab`, documents, term frequencies)."""
+    new_of_old = np.full(len(old.ids), -1, dtype=np.int64)
+    for i, at in reused.items():
+        new_of_old[at] = i
+    indptr = np.asarray(old.indptr, dtype=np.int64)
+    terms = np.repeat(np.arange(len(old.vocab), dtype=np.int64), np.diff(indptr))
+    docs = new_of_old[np.asarray(old.doc_index, dtype=np.int64)]
+    keep = docs >= 0
+    return terms[keep], docs[keep], np.asarray(old.term_freq, dtype=np.float32)[keep]

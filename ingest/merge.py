@@ -60,8 +60,9 @@ def merge_extractions(
         for entity in extraction.entities:
             merged = mapping[entity.id]
             aliases = [a for a in [entity.name, *entity.aliases] if a != merged.name]
+            evidence = list(entity.evidence)  # the graph's own list (evidence is immutable)
             graph.add_entity(
-                merged.model_copy(update={"aliases": aliases, "evidence": entity.evidence})
+                merged.model_copy(update={"aliases": aliases, "evidence": evidence}), adopt=True
             )
     dropped = 0
     for extraction in ordered:
@@ -74,9 +75,9 @@ def merge_extractions(
                 dropped += 1
                 continue
             criterion = mapping[relation.criterion].id if relation.criterion in mapping else None
+            update = {"source": source.id, "target": target.id, "criterion": criterion}
             graph.add_relation(
-                relation.model_copy(
-                    update={"source": source.id, "target": target.id, "criterion": criterion}
-                )
+                relation.model_copy(update={**update, "evidence": list(relation.evidence)}),
+                adopt=True,
             )
     return graph, dropped

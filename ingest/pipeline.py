@@ -22,7 +22,7 @@ from ingest.embed import Embedder
 from ingest.embed.passages import PassageCache
 from ingest.embed.protocol import prepare
 from ingest.extract import extract_document
-from ingest.lexical import LexicalIndex
+from ingest.lexical import LexicalIndex, LexicalState
 from ingest.load import LoadResult, iter_corpus
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
@@ -315,6 +315,18 @@ class _Run:
         if self.progress is not None:
             self.progress.advance(len(record.chunks))
 
+    def _previous_lexical(self) -> tuple[LexicalState, set[str]] | None:
+        """The previous lexical index and the chunks of the documents carried over: their
+        postings stand when the index's terms have not changed."""
+        if self.previous is None or not self.report.reused:
+            return None
+        try:
+            state = LexicalState.model_validate(self.previous.lexical_state())
+        except (StoreError, ValueError):
+            return None
+        carried = {c.id for doc_id in self.report.reused for c in self.records[doc_id].chunks}
+        return state, carried
+
     def _fail(self, result: LoadResult, reason: str) -> None:
         self.report.failed.append(Skipped(path=str(result.path), reason=reason))
         if self.progress is not None:
@@ -337,7 +349,8 @@ class _Run:
         lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
         chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
-        lexical.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])
+        texts = [chunk_embedding_text(c) for c in chunks]
+        lexical.build([c.id for c in chunks], texts, reuse=self._previous_lexical())
         self.writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
         self.writer.commit()
         report.documents = len(records)

@@ -47,12 +47,11 @@ class KnowledgeGraph:
         self._names: dict[str, str] | None = None
 
     # -- building ---------------------------------------------------------------------------
-    def add_entity(self, entity: Entity) -> None:
-        """Add a node (a copy), or merge aliases and evidence into the node with the same id."""
-        self._add_entity(entity, owned=False)
+    def add_entity(self, entity: Entity, *, adopt: bool = False) -> None:
+        """Add a node (a copy), or merge aliases and evidence into the node with the same id.
 
-    def _add_entity(self, entity: Entity, *, owned: bool) -> None:
-        """`add_entity`; `owned`: the entity was made for this graph and is kept, not copied."""
+        `adopt`: the graph keeps this entity itself, lists included, and will change them:
+        for an entity made for it (copying ~1M objects cost most of opening a large store)."""
         self._names = None
         if entity.id in self.g:
             known: Entity = self.g.nodes[entity.id]["entity"]
@@ -62,14 +61,11 @@ class KnowledgeGraph:
                 known.aliases.append(entity.name)
             _merge_evidence(known.evidence, entity.evidence)
         else:
-            self.g.add_node(entity.id, entity=entity if owned else entity.model_copy(deep=True))
+            self.g.add_node(entity.id, entity=entity if adopt else entity.model_copy(deep=True))
 
-    def add_relation(self, relation: Relation) -> None:
-        """Add an edge (a copy) between existing nodes, or merge evidence into the same edge."""
-        self._add_relation(relation, owned=False)
-
-    def _add_relation(self, relation: Relation, *, owned: bool) -> None:
-        """`add_relation`; `owned` as for `_add_entity`."""
+    def add_relation(self, relation: Relation, *, adopt: bool = False) -> None:
+        """Add an edge (a copy) between existing nodes, or merge evidence into the same edge;
+        `adopt` as for `add_entity`."""
         for end in (relation.source, relation.target):
             if end not in self.g:
                 raise StoreError(f"relation {relation.key} names unknown node {end!r}")
@@ -79,7 +75,7 @@ class KnowledgeGraph:
                 relation.source,
                 relation.target,
                 key=relation.key,
-                rel=relation if owned else relation.model_copy(deep=True),
+                rel=relation if adopt else relation.model_copy(deep=True),
             )
         else:
             known: Relation = data["rel"]
@@ -199,11 +195,10 @@ class KnowledgeGraph:
     @classmethod
     def from_node_link(cls, data: dict[str, Any]) -> KnowledgeGraph:
         """Inverse of `to_node_link` (also reads node evidence written by the store). The
-        entities and relations made here are the graph's own: not copied again (opening a
-        large store spent most of its time copying them)."""
+        entities and relations made here are adopted, not copied."""
         graph = cls()
         for node in data["nodes"]:
-            graph._add_entity(
+            graph.add_entity(
                 Entity(
                     id=node["id"],
                     type=NodeType(node["type"]),
@@ -211,10 +206,10 @@ class KnowledgeGraph:
                     aliases=node.get("aliases", []),
                     evidence=[Evidence.model_validate(ev) for ev in node.get("evidence", [])],
                 ),
-                owned=True,
+                adopt=True,
             )
         for edge in data["edges"]:
-            graph._add_relation(
+            graph.add_relation(
                 Relation(
                     source=edge["source"],
                     target=edge["target"],
@@ -227,7 +222,7 @@ class KnowledgeGraph:
                     value=edge.get("value"),
                     qualifier=edge.get("qualifier"),
                 ),
-                owned=True,
+                adopt=True,
             )
         return graph
 

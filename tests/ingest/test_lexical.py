@@ -103,3 +103,58 @@ def test_an_index_teaches_its_own_tokenizer_only() -> None:
 def test_build_rejects_mismatched_ids() -> None:
     with pytest.raises(ValueError, match="unique"):
         LexicalIndex().build(["a", "a"], ["x", "y"])
+
+
+def _chunk_texts() -> tuple[list[str], list[str]]:
+    from pathlib import Path
+
+    from ingest.chunk import chunk_document, chunk_embedding_text
+    from ingest.load import iter_corpus
+    from ingest.structure import parse_blocks
+
+    root = Path(__file__).resolve().parents[2] / "corpus"
+    chunks = [
+        c
+        for r in iter_corpus([root])
+        if r.document is not None
+        for c in chunk_document(r.document, parse_blocks(r.document))
+    ]
+    return [c.id for c in chunks], [chunk_embedding_text(c) for c in chunks]
+
+
+class CountingTokenizer(Tokenizer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+
+    def tokenize(self, text: str) -> list[str]:
+        self.texts += 1
+        return super().tokenize(text)
+
+
+def test_a_rebuild_keeps_the_postings_of_unchanged_texts() -> None:
+    ids, texts = _chunk_texts()
+    terms = ["研究界", "边缘设备"]
+    before = LexicalIndex()
+    before.add_terms(terms)
+    before.build(ids, texts)
+    # one text changed, one gone, one new: the rest are not tokenized again
+    changed = texts[:]
+    changed[3] += " 新增的一句话 with new words"
+    new_ids, new_texts = [*ids[:5], *ids[6:], "new#0-1"], [*changed[:5], *changed[6:], "全新 chunk"]
+    full = LexicalIndex()
+    full.add_terms(terms)
+    full.build(new_ids, new_texts)
+    tokenizer = CountingTokenizer()
+    reused = LexicalIndex(tokenizer)
+    reused.add_terms(terms)
+    unchanged = set(ids) - {ids[3]}
+    reused.build(new_ids, new_texts, reuse=(before.to_state(), unchanged))
+    assert tokenizer.texts == 2
+    assert reused.to_state() == full.to_state()
+    # other terms: the old segmentation may not hold, everything is tokenized again
+    other = LexicalIndex(CountingTokenizer())
+    other.add_terms([*terms, "一句话"])
+    other.build(new_ids, new_texts, reuse=(before.to_state(), unchanged))
+    assert isinstance(other.tokenizer, CountingTokenizer)
+    assert other.tokenizer.texts == len(new_texts)

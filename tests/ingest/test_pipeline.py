@@ -19,6 +19,7 @@ import pytest
 
 from ingest.chunk import chunk_embedding_text
 from ingest.embed import E5Embedder, EmbedderWrapper, Vectors
+from ingest.lexical import LexicalIndex, LexicalState
 from ingest.merge import merge_extractions
 from ingest.pipeline import IngestReport, ingest_corpus
 from ingest.structure import parse_blocks
@@ -448,6 +449,13 @@ def test_editing_one_document_redoes_only_it(
     for doc_id in before.manifest.documents:
         if doc_id != "edge-guide-en.md":
             assert after.doc_record(doc_id) == before.doc_record(doc_id)
+    # the lexical index kept the postings of the other documents: it is the one a full build makes
+    state = LexicalState.model_validate(after.lexical_state())
+    full = LexicalIndex()
+    full.add_terms(state.terms)
+    chunks = [c for r in after.records() for c in r.chunks]
+    full.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])
+    assert full.to_state() == state
     graph = after.graph()
     quotes = {
         ev.quote for r in graph.in_relations("inference-engine:tensorrt") for ev in r.evidence
