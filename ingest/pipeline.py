@@ -205,7 +205,7 @@ def ingest_corpus(
     )
     try:
         # the model and its tokenizer load here while the workers parse the first documents
-        prepare(embedder, sum(len(doc.text) for doc in todo))
+        prepare(embedder, run.new_text(todo))
         run.start(sum(r.document is not None for r in results))
         for result in results:
             if result.document is None:
@@ -264,6 +264,15 @@ class _Run:
             if doc is not None and (old := known.get(doc.id)) is not None
             if old.hash == doc.hash and old.lexicon_hash == self.lex_hash
         }
+
+    def new_text(self, docs: list[Document]) -> int:
+        """Characters of these documents that may need embedding: those of the documents the
+        previous store does not have as they are (the others only re-extract; their chunks
+        keep their vectors)."""
+        known = self.previous.manifest.documents if self.previous and self.same_embedder else {}
+        return sum(
+            len(doc.text) for doc in docs if doc.id not in known or known[doc.id].hash != doc.hash
+        )
 
     def start(self, documents: int) -> None:
         if self.progress is not None:

@@ -199,9 +199,11 @@ class E5Int8Embedder:
         return np.stack([engine.embed(text, query=query) for text in texts])
 
     def prepare_passages(self, chars: int) -> None:
-        """Load the model, and the native tokenizer when `chars` characters of passages are
-        coming (ingest calls this while its workers parse the first documents)."""
-        self._load().prepare_passages(chars)
+        """Load the model, and the native tokenizer when many of up to `chars` characters of
+        passages are coming (ingest calls this while its workers parse the first documents);
+        nothing when none are."""
+        if chars > 0:
+            self._load().prepare_passages(chars)
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         """Embed passages (with e5's `passage: ` prefix), all at once (`OnnxE5.embed_many`:

@@ -130,9 +130,10 @@ class OnnxE5:
         return _unit(total)
 
     def prepare_passages(self, chars: int) -> None:
-        """About `chars` characters of passages are coming: build the native tokenizer now if
-        they will (`E5File.tokenize_many`)."""
-        if chars >= NATIVE_FROM_CHARS:
+        """Up to `chars` characters of passages are coming: build the native tokenizer now when
+        that is several batches' worth (`E5File.tokenize_many` builds it for one large batch;
+        an edited document may bring a single new chunk)."""
+        if chars >= 8 * NATIVE_FROM_CHARS:
             self.model.native_tokenizer()
 
     def _windows(self, content: list[int]) -> list[tuple[list[int], int]]:

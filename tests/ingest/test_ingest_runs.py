@@ -17,7 +17,7 @@ from ingest.embed import E5Int8Embedder, EmbedderWrapper, Vectors
 from ingest.pipeline import ingest_corpus
 from ingest.workers import processed_in_order
 from kg.documents import Document
-from kg.lexicon import Lexicon
+from kg.lexicon import Lexicon, LexiconFile
 from kg.store import DocRecord, Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -187,3 +187,35 @@ def test_a_killed_ingest_leaves_no_worker_behind(corpus: Path, tmp_path: Path) -
     for pid in alive:  # clean up before failing
         os.kill(pid, signal.SIGKILL)
     assert not alive
+
+
+class PreparedEmbedder(CountingEmbedder):
+    """Records what ingest says is coming (`prepare_passages`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told: list[int] = []
+
+    def prepare_passages(self, chars: int) -> None:
+        self.told.append(chars)
+        super().prepare_passages(chars)
+
+
+def test_the_embedder_is_told_how_much_new_text_is_coming(
+    corpus: Path, tmp_path: Path, lexicon: Lexicon
+) -> None:
+    embedder = PreparedEmbedder()
+    store = tmp_path / "store"
+    ingest_corpus([corpus], store, embedder, lexicon, workers=0)
+    total = sum(len(p.read_text("utf-8")) for p in corpus.iterdir() if p.suffix in (".md", ".txt"))
+    total -= len((corpus / "QUESTIONS.md").read_text("utf-8"))  # listed in .kgqaignore
+    edited = corpus / "serving-guide.md"
+    edited.write_text(edited.read_text("utf-8") + "\n补充一句。\n", encoding="utf-8")
+    ingest_corpus([corpus], store, embedder, lexicon, workers=0)
+    extra = LexiconFile.model_validate({"entities": [{"type": "Tool", "name": "Fancy Tool"}]})
+    bundled = LexiconFile.model_validate_json(
+        (REPO / "kg" / "data" / "lexicon.json").read_text("utf-8")
+    )
+    other = Lexicon([bundled, extra])
+    ingest_corpus([corpus], store, embedder, other, workers=0)  # re-extracts, embeds nothing
+    assert embedder.told == [total, len(edited.read_text("utf-8")), 0]
