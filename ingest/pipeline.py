@@ -21,13 +21,17 @@ from ingest.code_repair import detect_language, repair_indentation
 from ingest.embed import Embedder
 from ingest.extract import extract_document
 from ingest.lexical import LexicalIndex
+from ingest.link import link_corpus
 from ingest.load import LoadResult, iter_corpus
+from ingest.markdown import is_markdown, parse_markdown
 from ingest.merge import merge_extractions
 from ingest.structure import parse_blocks
+from ingest.units import document_units, unit_index_text
 from kg.documents import Block, BlockKind, Document, Snippet
 from kg.errors import KGQAError, StoreError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
+from kg.schema import Extraction
 from kg.store import DocRecord, DocumentEntry, Manifest, Store, StoreWriter, doc_key
 
 __all__ = ["IngestReport", "Skipped", "ingest_corpus", "lexicon_hash", "snippets_from_blocks"]
@@ -114,11 +118,23 @@ def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:
     return snippets
 
 
+def document_blocks(doc: Document) -> list[Block]:
+    """Structural blocks: the Markdown reader for Markdown and HTML, the plain-text one else."""
+    return parse_markdown(doc) if is_markdown(doc) else parse_blocks(doc)
+
+
 def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
-    blocks = parse_blocks(doc)
+    blocks = document_blocks(doc)
+    # Markdown is read by the unit linker alone; the plain-text extractor knows the structures
+    # of essays written without markup (decision trees, rankings, `A：B` lists).
+    extraction = (
+        Extraction(doc=doc.id, doc_hash=doc.hash)
+        if is_markdown(doc)
+        else extract_document(doc, blocks, lexicon)
+    )
     return DocRecord(
         document=doc,
-        extraction=extract_document(doc, blocks, lexicon),
+        extraction=extraction,
         chunks=chunk_document(doc, blocks),
         snippets=snippets_from_blocks(doc, blocks),
     )
@@ -203,7 +219,12 @@ def ingest_corpus(
         report.processed.append(doc.id)
     if previous is not None:
         report.removed = sorted(set(previous.manifest.documents) - set(records))
-    graph, dropped = merge_extractions([r.extraction for r in records.values()], lexicon)
+    linked = link_corpus(
+        [(r.document, document_units(r.document, document_blocks(r.document))) for r in records.values()],
+        lexicon,
+    )
+    extractions = [r.extraction for r in records.values()] + [linked.extraction]
+    graph, dropped = merge_extractions(extractions, lexicon)
     report.dropped_relations = dropped
     writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
     lexical = LexicalIndex()
@@ -211,6 +232,11 @@ def ingest_corpus(
     chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
     lexical.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])
     writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
+    writer.put_json("units.json", [u.model_dump(mode="json") for u in linked.units])
+    unit_lexical = LexicalIndex()
+    unit_lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
+    unit_lexical.build([u.id for u in linked.units], [unit_index_text(u) for u in linked.units])
+    writer.put_json("units_lexical.json", unit_lexical.to_state().model_dump(mode="json"))
     writer.commit()
     report.documents = len(records)
     report.stats = graph.stats()

@@ -26,8 +26,13 @@ from kg.documents import Snippet, SnippetStatus
 from kg.errors import QuestionError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
+from kg.schema import NodeType
 from kg.store import Store
 from qa.compose import GraphComposer, find_conflicts
+from qa.draft import render_draft, verify_draft
+from qa.evidence import EvidenceComposer
+from qa.frame import strip_injection
+from qa.units import RankedUnit, UnitSearch
 from qa.render import render_snippets
 from qa.retrieve import Retriever
 from qa.schema import Answer, EvidenceBundle, SnippetReport
@@ -37,6 +42,10 @@ from qa.verify import CitationVerifier
 
 __all__ = ["AnswerEvent", "Assistant", "LLMAnswerer", "StoreStatus"]
 
+#: Linked entities too common to steer retrieval (a platform, a criterion, a generic device).
+_GENERIC_LINKS = frozenset(
+    {NodeType.PLATFORM, NodeType.CRITERION, NodeType.HARDWARE, NodeType.LANGUAGE, NodeType.CONCEPT}
+)
 _SNIPPET_WORDS = (
     "代码",
     "示例",
@@ -115,6 +124,10 @@ class Assistant:
         self.retriever = Retriever(self.graph, lexicon, chunks, lexical, dense, embedder)
         self.composer = GraphComposer(self.graph, find_conflicts(self.graph))
         self.verifier = CitationVerifier(self.graph, self.documents)
+        self.units = UnitSearch(
+            store.units(), LexicalIndex.from_state(store.lexical_state("units_lexical.json")), lexicon, chunks
+        )
+        self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
         self.llm = llm
 
     @classmethod
@@ -140,7 +153,29 @@ class Assistant:
     def graph_answer(self, question: Question) -> tuple[Answer, EvidenceBundle]:
         """The graph composer's verified answer and the evidence it used."""
         bundle = self.retriever.retrieve(question)
-        draft = self.composer.compose(question, bundle)
+        text, _injected = strip_injection(question.text)
+        linked = [e for e in question.entity_ids if e in self.graph]
+        specific = [e for e in linked if self.graph.entity(e).type not in _GENERIC_LINKS]
+        names = [n for e in specific for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]]
+        embedder = self.retriever._embedder_or_none()
+        dense_hits = (
+            self.retriever.dense.search_text(text, embedder, 30)
+            if embedder is not None and self.retriever.dense is not None
+            else []
+        )
+        ranked = self.units.search(text, linked=specific, entity_names=names, dense_chunks=dense_hits)
+
+        def hop(query: str, entity: str, about: set[str]) -> list[RankedUnit]:
+            node = self.graph.entity(entity)
+            return self.units.search(
+                query, linked=[entity], entity_names=[node.name, *node.aliases], about=about
+            )
+
+        evidence_draft = self.evidence.compose(
+            question.text, question.language, linked, ranked, hop=hop
+        )
+        verified_draft, _dropped = verify_draft(evidence_draft, self.graph, self.documents)
+        draft = render_draft(verified_draft)
         snippets = self._snippets(question, bundle) if not draft.abstained else []
         if snippets:
             draft = draft.model_copy(

@@ -1,0 +1,529 @@
+"""The evidence composer: answers from the units retrieval found, cited by the graph edges they are.
+
+1. **Answerable?** A question is declined when the specific names of its asking sentence (or of a
+   fact question) appear in no document, when it asks for a price or a rate no retrieved unit
+   states, or when nothing relevant was retrieved. Knowing a name in the lexicon does not make it
+   covered; only evidence does.
+2. **Candidates** (a question that asks to choose): the entities the retrieved units are about,
+   or the options the question names. Each is scored by how much retrieved evidence is about it and
+   how much of the question its own units cover; a product's edition rolls up into the product
+   unless the question already names the product.
+3. **Points**: the recommendation's best units (its definition first), an alternative, caveats;
+   for other questions the best units overall, one per named entity first (two documents for a
+   two-hop question). Each point carries the graph edges its unit is evidence of.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from ingest.lexical import tokenize
+from ingest.units import stem_text, unit_index_text
+from kg.documents import EvidenceUnit, UnitKind
+from kg.graph import KnowledgeGraph
+from kg.schema import Entity, NodeType, RelationType, normalize_name
+from qa.draft import AbstainReason, AnswerDraft, DraftPoint, DraftRecommendation
+from qa.frame import QuestionFrame, named_things
+from qa.schema import Language, PathEdge
+from qa.units import STOPWORDS, RankedUnit, UnitSearch, bilingual_search
+
+__all__ = ["EvidenceComposer"]
+
+_CHOOSABLE = frozenset(
+    {
+        NodeType.FRAMEWORK,
+        NodeType.LIBRARY,
+        NodeType.INFERENCE_ENGINE,
+        NodeType.TOOL,
+        NodeType.TECHNIQUE,
+        NodeType.FORMAT,
+        NodeType.PARALLEL_STRATEGY,
+    }
+)
+_SOFTWARE = frozenset(
+    {NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL}
+)
+_MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|\d\s?(?:USD|EUR|美元|元)\b|per hour|/hr\b|每小时", re.I)
+_RATE_TEXT = re.compile(r"\d\s*(?:tokens?/s|tok/s|t/s|tokens? per second|it/s)|tokens? per second|每秒", re.I)
+_CAVEAT = re.compile(
+    r"\bnot\b|\bno longer\b|\bonly\b|\bexperimental\b|\bbeta\b|\bdeprecated\b|\bunsupported\b|"
+    r"\bwarning\b|\blimit|不支持|仅|只|暂不|不再|实验",
+    re.I,
+)
+_DEFINITION = re.compile(r"^\W{0,3}[\w.\-+ ]{1,40}?\W{0,3}\s*(?:[（(][^）)]*[）)])?\s*(?:is|are|是|为)\s", re.I)
+_TWO_PART = re.compile(
+    r"[?？][^?？]+[?？]|\band (?:which|what|how|does|do|is|are|can|who|where)\b|"
+    r"\b(?:that|this|the same) (?:library|tool|framework|project|one)\b|该库|这个库|这个工具|它的|"
+    r"自己的|本身|又|同一",
+    re.I,
+)
+
+
+def _second_part(question: str) -> str:
+    """The last part of a two-part question (what to ask of the entity the first part finds).
+
+    >>> _second_part("Which library is it, and does llamafile build on the same one?")
+    'does llamafile build on the same one?'
+    """
+    parts = re.split(r",?\s+and\s+(?=(?:which|what|how|does|do|is|are|can)\b)|[?？]\s*(?=\S)", question)
+    return parts[-1].strip() if len(parts) > 1 else question
+
+
+def _version_after(question: str, entity: Entity) -> str | None:
+    """The version a question gives right after an entity's name ("PaddlePaddle 3.0" -> "3.0")."""
+    for name in [entity.name, *entity.aliases]:
+        m = re.search(re.escape(name) + r"\s*[vV]?(\d+(?:\.\d+)+)", question, re.I)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _two_part(question: str) -> bool:
+    """Whether a question asks two things in a row, the second about what the first finds.
+
+    >>> _two_part("Which library is it, and does llamafile build on the same one?")
+    True
+    >>> _two_part("Which GPU is faster?")
+    False
+    """
+    return bool(_TWO_PART.search(question))
+
+
+_VERSION_HINT = re.compile(r"\d+\.\d+|\bv\d")
+_NUMBER_HINT = re.compile(r"\d")
+
+
+def _answer_hint(question: str) -> re.Pattern[str] | None:
+    """The shape of the value a question asks for, when it says (a version, a number)."""
+    if re.search(r"\bversions?\b|版本", question, re.I):
+        return _VERSION_HINT
+    if re.search(r"how (?:much|many|long|fast)|\bminimum\b|多少|多久|几|多大|多快", question, re.I):
+        return _NUMBER_HINT
+    return None
+
+
+_MAX_POINTS = 3
+_MAX_FACTS = 4
+
+
+class EvidenceComposer:
+    """Read-only over one store's graph and units; safe to share across threads."""
+
+    def __init__(self, graph: KnowledgeGraph, search: UnitSearch, documents: dict[str, str]) -> None:
+        self.graph = graph
+        self.search = search
+        self.documents = documents
+        self._edges: dict[tuple[str, int], list[PathEdge]] = defaultdict(list)
+        for rel in graph.relations():
+            for ev in rel.evidence:
+                self._edges[(ev.doc, ev.start)].append(
+                    PathEdge(source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev])
+                )
+        corpus = " ".join(u.text + " " + " ".join(u.header) for u in search.units)
+        self._corpus_norm = normalize_name(corpus)
+        self._doc_subject: dict[str, str] = {}
+        subjects: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for unit in search.units:
+            if unit.subject:
+                subjects[unit.doc][unit.subject] += 1
+        for doc, counts in subjects.items():
+            self._doc_subject[doc] = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        self._tokens: dict[str, frozenset[str]] = {}
+
+    # -- the answer ---------------------------------------------------------------------------
+    def compose(
+        self,
+        question: str,
+        language: Language,
+        linked: list[str],
+        ranked: list[RankedUnit],
+        hop: Callable[[str, str, set[str]], list[RankedUnit]] | None = None,
+    ) -> AnswerDraft:
+        """The answer draft for a question, from its ranked units. `hop(text, entity, about)`
+        searches again, for units about `about`, with an entity the first units lead to (a
+        question in two parts follows that edge)."""
+        frame = QuestionFrame.read(question)
+        draft = AnswerDraft(question=question, language=language, injection=frame.injection)
+        reason = self.abstain_reason(frame, linked, ranked)
+        if reason is not None:
+            return draft.model_copy(update={"abstain": reason[0], "abstain_detail": reason[1]})
+        named = {e for e in linked if e in self.graph}
+        second: list[RankedUnit] = []
+        bridge = self.bridge(frame, named, ranked) if hop is not None and _two_part(frame.text) else None
+        if bridge is not None and hop is not None:
+            # the bridge's own units, and what the other named things say of it
+            parts = {bridge} | {
+                rel.source
+                for rel in self.graph.in_relations(bridge)
+                if rel.relation == RelationType.PART_OF
+            }
+            tail = _second_part(frame.text)
+            told = [
+                r for r in hop(frame.text, bridge, set(named)) if bridge in r.unit.mentions
+            ][:3]
+            second = told + hop(tail, bridge, parts)[:6]
+        if frame.choice or frame.options:
+            ranked_candidates = self.candidates(frame, named, ranked)
+            bridge_type = self.graph.entity(bridge).type if bridge is not None else None
+            if bridge is not None and (
+                not frame.types
+                or bridge_type in frame.types
+                or (bridge_type in _SOFTWARE and frame.types & _SOFTWARE)
+            ):
+                ranked_candidates = [(bridge, 1.0, [r.unit for r in second])] + [
+                    c for c in ranked_candidates if c[0] != bridge
+                ]
+            if ranked_candidates:
+                draft.recommendations = self.recommendations(frame, ranked_candidates, ranked + second)
+        shown = {(p.doc, p.start) for r in draft.recommendations for p in r.points}
+        limit = 2 if draft.recommendations else _MAX_FACTS
+        first: list[EvidenceUnit] = []
+        if second:
+            # the path: what the named thing says of the bridge, then the bridge's own answer
+            tail_frame = QuestionFrame.read(_second_part(frame.text))
+            own = [r for r in second if r.unit.subject not in named]
+            told = [r for r in second if r.unit.subject in named]
+            first = [u for _s, u in self.ordered(frame, told)][:1]
+            first += [u for _s, u in self.ordered(tail_frame, own)][:2]
+            first = [u for u in first if (u.doc, u.start) not in shown]
+            limit = max(limit, len(first) + 1)
+        draft.facts = self.facts(frame, named, ranked, shown, limit, first=first)
+        if not draft.recommendations and not draft.facts:
+            return draft.model_copy(
+                update={"abstain": AbstainReason.NO_EVIDENCE, "abstain_detail": "nothing retrieved answers it"}
+            )
+        return draft
+
+    def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
+        """The entity the best units lead to that the question does not name and that has units
+        of its own (ExLlamaV2's README names Flash Attention; its own README says which GPUs)."""
+        weight: dict[str, float] = defaultdict(float)
+        things = {e for e in named if self.graph.entity(e).type in _CHOOSABLE | {NodeType.MODEL}}
+        for r in ranked[:8]:
+            # an edge from a named thing is the path to follow; a stray subject is not
+            from_named = r.unit.subject in things or bool(things & set(r.unit.mentions))
+            for eid in [*r.unit.mentions, r.unit.subject]:
+                if eid is None or eid in named or eid not in self.graph:
+                    continue
+                if self.graph.entity(eid).type not in _CHOOSABLE:
+                    continue
+                own = len(self.search.by_subject.get(eid, []))
+                told = sum(1 for u in self.search.by_mention.get(eid, []) if u.subject in named)
+                if own < 5 and told == 0:
+                    continue
+                weight[eid] += r.score * (1.0 if from_named else 0.25)
+        if not weight:
+            return None
+        return max(weight.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+    # -- answerability ------------------------------------------------------------------------
+    def present(self, name: str) -> bool:
+        """Whether a name occurs in some document (case, spacing and dashes ignored; a graph
+        entity's aliases count)."""
+        node = self.graph.find(name)
+        if node is not None:
+            entity = self.graph.entity(node)
+            if any(normalize_name(n) in self._corpus_norm for n in [entity.name, *entity.aliases]):
+                return True
+        core = [t for t in re.split(r"[\s/]+", name) if re.search(r"\d", t) or len(t) >= 3]
+        if not core:
+            core = [name]
+        return all(normalize_name(t) in self._corpus_norm for t in core)
+
+    def abstain_reason(
+        self, frame: QuestionFrame, linked: list[str], ranked: list[RankedUnit]
+    ) -> tuple[AbstainReason, str] | None:
+        """Why the sources cannot answer, or None."""
+        if not ranked:
+            return AbstainReason.NOT_COVERED, "nothing in the sources matches the question"
+        start, end = frame.asking_sentence
+        strict = not frame.choice or frame.yes_no
+        for name, at in named_things(frame.text):
+            if not strict and not (start <= at < end):
+                continue
+            if not self.present(name):
+                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}"
+        things = {e for e in linked if e in self.graph and self.graph.entity(e).type in _CHOOSABLE}
+        if frame.quantity is not None:
+            pattern = _MONEY_TEXT if frame.quantity == "money" else _RATE_TEXT
+            top = [r.unit for r in ranked[:12]]
+            about = [u for u in top if not things or u.subject in things or things & set(u.mentions)]
+            if not any(pattern.search(u.text + " " + " ".join(u.header)) for u in about):
+                what = "prices" if frame.quantity == "money" else "that rate"
+                return AbstainReason.NO_QUANTITY, f"no source gives {what}"
+        for eid in things:
+            version = _version_after(frame.text, self.graph.entity(eid))
+            if version and not any(
+                version in u.text for u in self.search.by_subject.get(eid, []) + self.search.by_mention.get(eid, [])
+            ):
+                name = self.graph.entity(eid).name
+                return AbstainReason.UNKNOWN_NAME, f"no source speaks of {name} {version}"
+        return None
+
+    # -- candidates ---------------------------------------------------------------------------
+    def _unit_tokens(self, unit: EvidenceUnit) -> frozenset[str]:
+        tokens = self._tokens.get(unit.id)
+        if tokens is None:
+            tokens = frozenset(tokenize(unit_index_text(unit)))
+            self._tokens[unit.id] = tokens
+        return tokens
+
+    def _question_terms(self, frame: QuestionFrame, exclude: Iterable[str] = ()) -> dict[str, float]:
+        excluded = {t for name in exclude for t in tokenize(stem_text(name))}
+        terms: dict[str, float] = {}
+        for token in tokenize(stem_text(frame.text)):
+            if token in STOPWORDS or token in excluded or (len(token) < 2 and token.isascii()):
+                continue
+            idf = self.search.lexical.idf(token)
+            if idf > 0:
+                terms[token] = idf
+        return terms
+
+    def coverage(self, entity: str, terms: dict[str, float]) -> float:
+        """Share of the question's weighted terms that the entity's own units contain."""
+        if not terms:
+            return 0.0
+        have: set[str] = set()
+        for unit in self.search.by_subject.get(entity, [])[:400]:
+            have |= self._unit_tokens(unit)
+        return sum(w for t, w in terms.items() if t in have) / sum(terms.values())
+
+    def _parent(self, entity: str) -> str | None:
+        for rel in self.graph.out_relations(entity):
+            if rel.relation == RelationType.PART_OF:
+                return rel.target
+        return None
+
+    def candidates(
+        self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
+    ) -> list[tuple[str, float, list[EvidenceUnit]]]:
+        """Entities to recommend, best first, each with its supporting units (best first)."""
+        if frame.options:
+            options = self.option_candidates(frame, ranked)
+            if options:
+                return options
+        wanted = frame.types
+        top = ranked[:30]
+        best = top[0].score if top else 1.0
+        evidence: dict[str, float] = defaultdict(float)
+        support: dict[str, list[EvidenceUnit]] = defaultdict(list)
+        for r in top:
+            weight = r.score / best
+            unit = r.unit
+            subject_named = unit.subject in named
+            for eid, share in [(unit.subject, 1.0)] + [(m, 0.8 if subject_named else 0.35) for m in unit.mentions]:
+                if eid is None:
+                    continue
+                target = self._admit(eid, named, wanted, subject=share == 1.0)
+                if target is None:
+                    continue
+                evidence[target] += share * weight
+                if unit not in support[target]:
+                    support[target].append(unit)
+        names = [n for e in named for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]]
+        weights = self.search.query_weights(frame.text, [])
+        excluded = {t for n in names for t in tokenize(stem_text(n))}
+        weights = {t: w for t, w in weights.items() if t not in excluded}
+        # the documents that best match the question, taken whole: their subjects are candidates
+        profile: dict[str, float] = {}
+        for doc, score in bilingual_search(self.search.doc_lexical, weights, 4, own=frame.text):
+            subject = self._doc_subject.get(doc)
+            target = self._admit(subject, named, wanted, subject=True) if subject else None
+            if target is not None:
+                profile[target] = max(profile.get(target, 0.0), score)
+        if not evidence and not profile:
+            return []
+        top_evidence = max(evidence.values(), default=1.0) or 1.0
+        top_profile = max(profile.values(), default=1.0) or 1.0
+        scored = []
+        for eid in set(evidence) | set(profile):
+            node_type = self.graph.entity(eid).type
+            fit = 1.0
+            if wanted:
+                fit = 1.6 if node_type in wanted else (1.15 if node_type in _SOFTWARE and wanted & _SOFTWARE else 0.6)
+            score = 0.55 * evidence.get(eid, 0.0) / top_evidence + 0.45 * profile.get(eid, 0.0) / top_profile
+            scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
+        scored.sort(key=lambda t: (-t[1], t[0]))
+        if wanted and not wanted & _SOFTWARE:
+            # "which technique / which GPU": only things of that kind answer, when there are any
+            exact = [c for c in scored if self.graph.entity(c[0]).type in wanted]
+            scored = exact or scored
+        top_score = scored[0][1]
+        return [c for c in scored if c[1] >= 0.4 * top_score][:3]
+
+    def specificity(self, eid: str) -> float:
+        """1 for a thing few units name, less for one named everywhere ("Quantization")."""
+        named_in = len(self.search.by_mention.get(eid, []))
+        total = max(len(self.search.units), 2)
+        return 0.5 + 0.5 * min(1.0, math.log(total / (1 + named_in)) / math.log(total / 10))
+
+    def _admit(self, eid: str, named: set[str], wanted: frozenset[NodeType], *, subject: bool) -> str | None:
+        """The entity a candidate counts for (an edition rolls up into its product), or None when
+        it cannot answer: a thing the question names, or of a kind nobody picks."""
+        if eid not in self.graph:
+            return None
+        node_type = self.graph.entity(eid).type
+        if node_type not in _CHOOSABLE and node_type not in wanted:
+            return None
+        if not subject and wanted and node_type not in wanted and not (
+            node_type in _SOFTWARE and wanted & _SOFTWARE
+        ):
+            return None
+        target = eid
+        parent = self._parent(eid)
+        if parent is not None and parent not in named:
+            target = parent
+        return None if target in named else target
+
+    def option_candidates(
+        self, frame: QuestionFrame, ranked: list[RankedUnit]
+    ) -> list[tuple[str, float, list[EvidenceUnit]]]:
+        """The question's own alternatives, scored by the units that name each one together with
+        the rest of the question (a row's cell for it, when a table compares them)."""
+        options = []
+        for option in frame.options:
+            node = self.graph.find(option.text)
+            options.append((option.text, node))
+        terms = self._question_terms(frame, [o for o, _ in options])
+        scored = []
+        for text, node in options:
+            key = normalize_name(text)
+            units = [
+                r
+                for r in ranked[:40]
+                if (node is not None and (r.unit.subject == node or node in r.unit.mentions))
+                or key in normalize_name(r.unit.text)
+            ]
+            score = 0.0
+            for r in units[:5]:
+                overlap = sum(w for t, w in terms.items() if t in self._unit_tokens(r.unit))
+                score += r.score * (1.0 + overlap)
+            if node is not None and node in self.graph:
+                scored.append((node, score, [r.unit for r in units[:3]]))
+        scored.sort(key=lambda t: (-t[1], t[0]))
+        return [s for s in scored if s[1] > 0]
+
+    # -- points -------------------------------------------------------------------------------
+    def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
+        """A unit as an answer point with the edges it is evidence of (the subject's first)."""
+        edges = self._edges.get((unit.doc, unit.start), [])
+        edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
+        ordered = sorted(edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation)))
+        return DraftPoint(
+            doc=unit.doc,
+            start=unit.start,
+            end=unit.end,
+            quote=self.documents[unit.doc][unit.start : unit.end],
+            text=unit.text,
+            context=" | ".join(unit.header) if unit.kind == UnitKind.ROW else unit.context,
+            edges=ordered[:2],
+        )
+
+    def definition(self, entity: str) -> EvidenceUnit | None:
+        """The unit that says what an entity is ("X is a …", "X 是一个 …")."""
+        for unit in self.search.by_subject.get(entity, [])[:60]:
+            if unit.kind in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING) and _DEFINITION.match(unit.text):
+                return unit
+        return None
+
+    def recommendations(
+        self,
+        frame: QuestionFrame,
+        candidates: list[tuple[str, float, list[EvidenceUnit]]],
+        ranked: list[RankedUnit],
+    ) -> list[DraftRecommendation]:
+        """The top candidate with its reasons, the others with one reason each."""
+        out = []
+        by_id = {r.unit.id: r for r in ranked}
+        for index, (eid, _score, units) in enumerate(candidates):
+            chosen: list[EvidenceUnit] = []
+            definition = self.definition(eid) if index == 0 else None
+            if definition is not None:
+                chosen.append(definition)
+            own = [by_id[u.id] for u in units if u.id in by_id]
+            units = [u for _s, u in self.ordered(frame, own, [self.graph.entity(eid).name])] or units
+            for unit in units:
+                if len(chosen) >= (_MAX_POINTS if index == 0 else 1):
+                    break
+                if all(unit.text != c.text for c in chosen):
+                    chosen.append(unit)
+            points = [self.point(u, eid) for u in chosen]
+            out.append(DraftRecommendation(id=eid, name=self.graph.entity(eid).name, points=points))
+        return out
+
+    def relevance(self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None) -> float:
+        """How much a unit says of what the question asks: its weighted share of the question's
+        terms (rare terms weigh more), a headline or a fragment less, the asked kind of value more."""
+        tokens = self._unit_tokens(unit)
+        score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
+        if unit.kind == UnitKind.HEADING:
+            score *= 0.3
+        elif len(unit.text) < 25 and unit.kind != UnitKind.ROW:
+            score *= 0.6
+        if hint is not None and hint.search(unit.text):
+            score *= 1.4
+        return score
+
+    def ordered(
+        self, frame: QuestionFrame, units: Iterable[RankedUnit], exclude: Iterable[str] = ()
+    ) -> list[tuple[float, EvidenceUnit]]:
+        """Units by retrieval score and relevance to the question together, best first."""
+        items = list(units)
+        if not items:
+            return []
+        weights = self.search.query_weights(frame.text, [])
+        excluded = {t for name in exclude for t in tokenize(stem_text(name))}
+        weights = {t: w for t, w in weights.items() if t not in excluded}
+        hint = _answer_hint(frame.text)
+        rel = {r.unit.id: self.relevance(r.unit, weights, hint) for r in items}
+        top_rel = max(rel.values()) or 1.0
+        top_score = items[0].score or 1.0
+        scored = [(0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items]
+        scored.sort(key=lambda t: (-t[0], t[1].id))
+        return scored
+
+    def facts(
+        self,
+        frame: QuestionFrame,
+        named: set[str],
+        ranked: list[RankedUnit],
+        shown: set[tuple[str, int]],
+        limit: int,
+        first: Iterable[EvidenceUnit] = (),
+    ) -> list[DraftPoint]:
+        """The best units: `first` (a followed path), the best one about each named entity (a
+        question about two things gets both documents), then by score and relevance together."""
+        chosen: list[EvidenceUnit] = []
+        seen = set(shown)
+        per_doc: dict[str, int] = defaultdict(int)
+        order = self.ordered(frame, ranked[:30])
+
+        def take(unit: EvidenceUnit) -> None:
+            if (unit.doc, unit.start) in seen or len(chosen) >= limit or per_doc[unit.doc] >= 3:
+                return
+            seen.add((unit.doc, unit.start))
+            per_doc[unit.doc] += 1
+            chosen.append(unit)
+
+        docs_named: list[str] = []
+        for unit in first:
+            if unit.doc not in docs_named:
+                docs_named.append(unit.doc)
+            take(unit)
+        for eid in sorted(named, key=lambda e: frame.text.find(self.graph.entity(e).name)):
+            if self.graph.entity(eid).type not in _CHOOSABLE | {NodeType.MODEL}:
+                continue
+            about = [u for _s, u in order if u.subject == eid and u.doc not in docs_named]
+            naming = [u for _s, u in order if eid in u.mentions and u.doc not in docs_named]
+            for unit in (about or naming)[:1]:
+                docs_named.append(unit.doc)
+                take(unit)
+        for _score, unit in order:
+            if len(chosen) >= limit:
+                break
+            take(unit)
+        chosen.sort(key=lambda u: (docs_named.index(u.doc) if u.doc in docs_named else 99, u.doc, u.start))
+        return [self.point(u) for u in chosen]
