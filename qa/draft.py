@@ -15,6 +15,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from kg.graph import KnowledgeGraph
+from kg.schema import normalize_name
 from qa.schema import Answer, Citation, Conflict, Language, PathEdge, Recommendation
 from qa.verify import quote_in_document
 
@@ -108,7 +109,11 @@ def verify_draft(
     recommendations = []
     for rec in draft.recommendations:
         kept = points(rec.points)
-        if rec.id in graph and kept:
+        # an entity of the graph, or a value the kept quotes state ("runtime", a table's "4090")
+        stated = rec.id.startswith("value:") and any(
+            normalize_name(rec.name) in normalize_name(p.quote + " " + p.context) for p in kept
+        )
+        if (rec.id in graph or stated) and kept:
             recommendations.append(rec.model_copy(update={"points": kept}))
         else:
             dropped += 1

@@ -27,6 +27,7 @@ from kg.graph import KnowledgeGraph
 from kg.schema import Entity, NodeType, RelationType, normalize_name
 from qa.draft import AbstainReason, AnswerDraft, DraftPoint, DraftRecommendation
 from qa.frame import QuestionFrame, named_things
+from qa.options import resolve_options
 from qa.schema import Language, PathEdge
 from qa.units import STOPWORDS, RankedUnit, UnitSearch, bilingual_search
 
@@ -53,7 +54,11 @@ _CAVEAT = re.compile(
     r"\bwarning\b|\blimit|不支持|仅|只|暂不|不再|实验",
     re.I,
 )
-_DEFINITION = re.compile(r"^\W{0,3}[\w.\-+ ]{1,40}?\W{0,3}\s*(?:[（(][^）)]*[）)])?\s*(?:is|are|是|为)\s", re.I)
+_DEFINES = re.compile(
+    r"\s*(?:[（(][^）)]*[）)])?\s*(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
+    r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
+    re.I,
+)
 _TWO_PART = re.compile(
     r"[?？][^?？]+[?？]|\band (?:which|what|how|does|do|is|are|can|who|where)\b|"
     r"\b(?:that|this|the same) (?:library|tool|framework|project|one)\b|该库|这个库|这个工具|它的|"
@@ -90,6 +95,42 @@ def _two_part(question: str) -> bool:
     False
     """
     return bool(_TWO_PART.search(question))
+
+
+_RELATION_WORDS: list[tuple[re.Pattern[str], frozenset[RelationType]]] = [
+    (re.compile(r"licen[cs]|许可|开源协议", re.I), frozenset({RelationType.LICENSED_UNDER})),
+    (
+        re.compile(r"requir|\bneed|depend|prerequisite|minimum|要求|需要|依赖|环境", re.I),
+        frozenset({RelationType.REQUIRES}),
+    ),
+    (
+        re.compile(
+            r"\bsupport|run(?:s)? on|devices?|hardware|platforms?|\btarget|\bgpus?\b|\bnpus?\b|"
+            r"支持|运行|硬件|平台|设备|显卡",
+            re.I,
+        ),
+        frozenset({RelationType.RUNS_ON, RelationType.SUPPORTS, RelationType.NOT_SUPPORTED}),
+    ),
+    (re.compile(r"alternative|instead|替代", re.I), frozenset({RelationType.ALTERNATIVE_TO})),
+    (
+        re.compile(r"integrat|backend|works? with|集成|后端|搭配", re.I),
+        frozenset({RelationType.USED_WITH, RelationType.SUPPORTS}),
+    ),
+    (re.compile(r"export|convert|导出|转换", re.I), frozenset({RelationType.EXPORTS_TO})),
+]
+
+
+def asked_relations(question: str) -> frozenset[RelationType]:
+    """The graph relations a question asks about, from its predicate words.
+
+    >>> sorted(asked_relations("what licences do PyTorch and TensorFlow use?"))
+    [<RelationType.LICENSED_UNDER: 'LICENSED_UNDER'>]
+    """
+    found: set[RelationType] = set()
+    for pattern, relations in _RELATION_WORDS:
+        if pattern.search(question):
+            found |= relations
+    return frozenset(found)
 
 
 _VERSION_HINT = re.compile(r"\d+\.\d+|\bv\d")
@@ -310,14 +351,19 @@ class EvidenceComposer:
         best = top[0].score if top else 1.0
         evidence: dict[str, float] = defaultdict(float)
         support: dict[str, list[EvidenceUnit]] = defaultdict(list)
+        clause_terms = self._question_terms(frame)
         for r in top:
             weight = r.score / best
             unit = r.unit
             subject_named = unit.subject in named
-            for eid, share in [(unit.subject, 1.0)] + [(m, 0.8 if subject_named else 0.35) for m in unit.mentions]:
+            shares = [(unit.subject, 1.0)] + [
+                (m, (0.8 if subject_named else 0.35) * self._clause_share(unit, m, clause_terms))
+                for m in unit.mentions
+            ]
+            for eid, share in shares:
                 if eid is None:
                     continue
-                target = self._admit(eid, named, wanted, subject=share == 1.0)
+                target = self._admit(eid, named, wanted, subject=eid == unit.subject)
                 if target is None:
                     continue
                 evidence[target] += share * weight
@@ -334,6 +380,11 @@ class EvidenceComposer:
             target = self._admit(subject, named, wanted, subject=True) if subject else None
             if target is not None:
                 profile[target] = max(profile.get(target, 0.0), score)
+            elif subject in named:
+                # a document about a thing the question names ("飞桨生态里…"): the answer is one of
+                # the things it presents; its own best units say which
+                for eid in {t for t in evidence if any(u.doc == doc for u in support[t])}:
+                    profile[eid] = max(profile.get(eid, 0.0), score * 0.9)
         if not evidence and not profile:
             return []
         top_evidence = max(evidence.values(), default=1.0) or 1.0
@@ -353,6 +404,23 @@ class EvidenceComposer:
             scored = exact or scored
         top_score = scored[0][1]
         return [c for c in scored if c[1] >= 0.4 * top_score][:3]
+
+    def _clause_share(self, unit: EvidenceUnit, eid: str, terms: dict[str, float]) -> float:
+        """How much of a unit's match a thing it names earns: a sentence that lists four tools,
+        each with its use, credits the one whose clause holds the question's words (0.3 .. 1.5)."""
+        node = self.graph.entity(eid) if eid in self.graph else None
+        if node is None or not terms:
+            return 1.0
+        names = [n.lower() for n in [node.name, *node.aliases] if n]
+        clauses = re.split(r"[，,；;。]|\s-\s", unit.text)
+        if len(clauses) < 2:
+            return 1.0
+        total = sum(terms.values()) or 1.0
+        for clause in clauses:
+            if any(n in clause.lower() for n in names):
+                tokens = set(tokenize(stem_text(clause)))
+                return 0.3 + 1.2 * sum(w for t, w in terms.items() if t in tokens) / total
+        return 0.3
 
     def specificity(self, eid: str) -> float:
         """1 for a thing few units name, less for one named everywhere ("Quantization")."""
@@ -381,30 +449,50 @@ class EvidenceComposer:
     def option_candidates(
         self, frame: QuestionFrame, ranked: list[RankedUnit]
     ) -> list[tuple[str, float, list[EvidenceUnit]]]:
-        """The question's own alternatives, scored by the units that name each one together with
-        the rest of the question (a row's cell for it, when a table compares them)."""
-        options = []
-        for option in frame.options:
-            node = self.graph.find(option.text)
-            options.append((option.text, node))
-        terms = self._question_terms(frame, [o for o, _ in options])
-        scored = []
-        for text, node in options:
-            key = normalize_name(text)
-            units = [
-                r
-                for r in ranked[:40]
-                if (node is not None and (r.unit.subject == node or node in r.unit.mentions))
-                or key in normalize_name(r.unit.text)
+        """The question's own alternatives, best first (`qa.options`). An alternative that is no
+        entity ("runtime", a table's "4090") is recommended as a value the sources state."""
+        options = frame.options
+        nodes = [self.graph.find(o.text) for o in options]
+        cores = [normalize_name(o.text) for o in options]
+        option_tokens = {t for o in options for t in tokenize(stem_text(o.text))}
+        terms = [
+            normalize_name(t)
+            for t in self._question_terms(frame, [o.text for o in options])
+            if t not in option_tokens
+        ]
+        pool = [r.unit for r in ranked[:60]]
+        docs = {u.doc for u in pool[:20]}
+        for unit in self.search.units:
+            if unit.doc in docs and unit not in pool:
+                text = normalize_name(" ".join([unit.text, *unit.header]))
+                if any(c and c in text for c in cores):
+                    pool.append(unit)
+        weights = {t: w for t, w in self._question_terms(frame).items() if t not in option_tokens}
+        by_id = {r.unit.id: r for r in ranked}
+
+        def coverage(k: int) -> tuple[float, list[EvidenceUnit]]:
+            node = nodes[k]
+            mine = [
+                u
+                for u in pool
+                if (node is not None and (u.subject == node or node in u.mentions))
+                or (cores[k] and cores[k] in normalize_name(u.text))
             ]
-            score = 0.0
-            for r in units[:5]:
-                overlap = sum(w for t, w in terms.items() if t in self._unit_tokens(r.unit))
-                score += r.score * (1.0 + overlap)
-            if node is not None and node in self.graph:
-                scored.append((node, score, [r.unit for r in units[:3]]))
-        scored.sort(key=lambda t: (-t[1], t[0]))
-        return [s for s in scored if s[1] > 0]
+            scored = sorted(
+                ((self.relevance(u, weights, None) * (by_id[u.id].score if u.id in by_id else 0.3), u) for u in mine),
+                key=lambda t: -t[0],
+            )
+            return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
+
+        verdicts = resolve_options(options, nodes, pool, frame.text, terms, coverage)
+        out = []
+        for verdict in verdicts:
+            if verdict.score <= 0 or not verdict.units or verdict.score < 0.8 * verdicts[0].score:
+                continue
+            node = verdict.node if verdict.node in self.graph else None
+            eid = node if node is not None else "value:" + verdict.shown
+            out.append((eid, verdict.score, verdict.units))
+        return out
 
     # -- points -------------------------------------------------------------------------------
     def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
@@ -423,10 +511,17 @@ class EvidenceComposer:
         )
 
     def definition(self, entity: str) -> EvidenceUnit | None:
-        """The unit that says what an entity is ("X is a …", "X 是一个 …")."""
-        for unit in self.search.by_subject.get(entity, [])[:60]:
-            if unit.kind in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING) and _DEFINITION.match(unit.text):
-                return unit
+        """The unit that says what an entity is: it starts with the entity's name and defines it
+        ("X is a …", "X lets you …", "X 是一个 …")."""
+        node = self.graph.entity(entity)
+        names = sorted({n for n in [node.name, *node.aliases] if len(n) >= 2}, key=len, reverse=True)
+        for unit in self.search.by_subject.get(entity, [])[:80]:
+            if unit.kind not in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING):
+                continue
+            head = unit.text.lstrip("*`_ ")
+            for name in names:
+                if head.lower().startswith(name.lower()) and _DEFINES.match(head[len(name) :]):
+                    return unit
         return None
 
     def recommendations(
@@ -440,18 +535,26 @@ class EvidenceComposer:
         by_id = {r.unit.id: r for r in ranked}
         for index, (eid, _score, units) in enumerate(candidates):
             chosen: list[EvidenceUnit] = []
-            definition = self.definition(eid) if index == 0 else None
+            definition = self.definition(eid) if index == 0 and eid in self.graph else None
             if definition is not None:
                 chosen.append(definition)
             own = [by_id[u.id] for u in units if u.id in by_id]
-            units = [u for _s, u in self.ordered(frame, own, [self.graph.entity(eid).name])] or units
+            if eid in self.graph and not frame.options:
+                ordered = self.ordered(frame, own, [self.graph.entity(eid).name], about=[eid])
+                units = [u for _s, u in ordered] or units
+            tables: set[tuple[str, ...]] = set()
             for unit in units:
                 if len(chosen) >= (_MAX_POINTS if index == 0 else 1):
                     break
+                if unit.kind == UnitKind.ROW:
+                    if tuple(unit.header) in tables:
+                        continue  # one row says what a table says; more rows crowd out reasons
+                    tables.add(tuple(unit.header))
                 if all(unit.text != c.text for c in chosen):
                     chosen.append(unit)
             points = [self.point(u, eid) for u in chosen]
-            out.append(DraftRecommendation(id=eid, name=self.graph.entity(eid).name, points=points))
+            name = eid.removeprefix("value:") if eid.startswith("value:") else self.graph.entity(eid).name
+            out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
 
     def relevance(self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None) -> float:
@@ -468,9 +571,15 @@ class EvidenceComposer:
         return score
 
     def ordered(
-        self, frame: QuestionFrame, units: Iterable[RankedUnit], exclude: Iterable[str] = ()
+        self,
+        frame: QuestionFrame,
+        units: Iterable[RankedUnit],
+        exclude: Iterable[str] = (),
+        about: Iterable[str] = (),
     ) -> list[tuple[float, EvidenceUnit]]:
-        """Units by retrieval score and relevance to the question together, best first."""
+        """Units by retrieval score and relevance to the question together, best first. A unit
+        that is the evidence of an edge the question asks about (`about`'s licence when it asks
+        for a licence, its hardware when it asks what it runs on) counts more."""
         items = list(units)
         if not items:
             return []
@@ -478,7 +587,17 @@ class EvidenceComposer:
         excluded = {t for name in exclude for t in tokenize(stem_text(name))}
         weights = {t: w for t, w in weights.items() if t not in excluded}
         hint = _answer_hint(frame.text)
-        rel = {r.unit.id: self.relevance(r.unit, weights, hint) for r in items}
+        asked = asked_relations(frame.text)
+        sources = set(about)
+        rel = {}
+        for r in items:
+            value = self.relevance(r.unit, weights, hint)
+            if asked and any(
+                e.relation in asked and (not sources or e.source in sources)
+                for e in self._edges.get((r.unit.doc, r.unit.start), [])
+            ):
+                value *= 1.6
+            rel[r.unit.id] = value
         top_rel = max(rel.values()) or 1.0
         top_score = items[0].score or 1.0
         scored = [(0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items]
@@ -494,17 +613,38 @@ class EvidenceComposer:
         limit: int,
         first: Iterable[EvidenceUnit] = (),
     ) -> list[DraftPoint]:
-        """The best units: `first` (a followed path), the best one about each named entity (a
-        question about two things gets both documents), then by score and relevance together."""
+        """The best units: `first` (a followed path), the best one about each named thing (a
+        question about two things gets both documents), then by score and relevance together.
+        A question about named things is answered from their units (where they have enough);
+        headlines and fragments only when nothing else is left."""
+        things = [
+            e
+            for e in sorted(named, key=lambda e: frame.text.find(self.graph.entity(e).name))
+            if self.graph.entity(e).type in _CHOOSABLE | {NodeType.MODEL}
+        ]
+        pool = ranked[:30]
+        if things:
+            about = [r for r in pool if r.unit.subject in things or set(things) & set(r.unit.mentions)]
+            if len(about) >= 2:
+                pool = about
+        order = [
+            (score, unit)
+            for score, unit in self.ordered(frame, pool, about=things)
+            if unit.kind != UnitKind.HEADING and (len(unit.text) >= 20 or unit.kind in (UnitKind.ROW, UnitKind.CODE))
+        ] or self.ordered(frame, pool)
         chosen: list[EvidenceUnit] = []
         seen = set(shown)
+        texts: set[str] = set()
         per_doc: dict[str, int] = defaultdict(int)
-        order = self.ordered(frame, ranked[:30])
 
         def take(unit: EvidenceUnit) -> None:
-            if (unit.doc, unit.start) in seen or len(chosen) >= limit or per_doc[unit.doc] >= 3:
+            key = normalize_name(unit.text)
+            if (unit.doc, unit.start) in seen or key in texts or len(chosen) >= limit:
+                return
+            if per_doc[unit.doc] >= 3:
                 return
             seen.add((unit.doc, unit.start))
+            texts.add(key)
             per_doc[unit.doc] += 1
             chosen.append(unit)
 
@@ -513,12 +653,10 @@ class EvidenceComposer:
             if unit.doc not in docs_named:
                 docs_named.append(unit.doc)
             take(unit)
-        for eid in sorted(named, key=lambda e: frame.text.find(self.graph.entity(e).name)):
-            if self.graph.entity(eid).type not in _CHOOSABLE | {NodeType.MODEL}:
-                continue
-            about = [u for _s, u in order if u.subject == eid and u.doc not in docs_named]
+        for eid in things:
+            own = [u for _s, u in order if u.subject == eid and u.doc not in docs_named]
             naming = [u for _s, u in order if eid in u.mentions and u.doc not in docs_named]
-            for unit in (about or naming)[:1]:
+            for unit in (own or naming)[:1]:
                 docs_named.append(unit.doc)
                 take(unit)
         for _score, unit in order:

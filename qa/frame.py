@@ -28,7 +28,7 @@ _INJECTION = re.compile(
     re.I,
 )
 _QUESTION_MARKER = re.compile(r"(?:user )?question\s*[:：]|问题\s*[:：]", re.I)
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?!\s|$))+(?:[.!?](?=\s|$)|[。！？])?")
 _CLAUSE = re.compile(r"[^.!?。！？，,；;\n]+[.!?。！？，,；;]?")
 
 _TYPE_WORDS: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
@@ -63,7 +63,7 @@ _RECOMMEND = re.compile(
     r"\brecommend|\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|learn|"
     r"start)|what (?:should|to) use|what fits|best way|选哪|选什么|用什么|用哪|用啥|推荐|该选|该用|"
     r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|what can (?:i|we) (?:use|rely on)|"
-    r"rely on|有没有|有什么",
+    r"rely on",
     re.I,
 )
 _YES_NO = re.compile(

@@ -149,8 +149,9 @@ class UnitSearch:
         chinese = bool(_CJK.search(question))
         for key in sorted(self.lexicon.term_keys(question)):
             for surface in self.lexicon.terms.get(key, []):
-                if bool(_CJK.search(surface)) != chinese:
-                    add(surface, 0.5)
+                # the other language's words for a term reach the other language's documents;
+                # the same language's synonyms ("one file" ~ "single file") count less
+                add(surface, 0.5 if bool(_CJK.search(surface)) != chinese else 0.35)
         return weights
 
     def profile_search(
