@@ -46,14 +46,22 @@ _MAX_HTML_LINES = 400
 def is_markdown(doc: Document) -> bool:
     """Whether a document reads as Markdown: its media type, or ATX headings / fences in the text.
 
-    >>> is_markdown(Document.from_text("a.txt", "# Title\\n\\ntext"))
+    >>> is_markdown(Document.from_text("a.txt", "# Title\\n\\n## Part\\ntext"))
     True
+    >>> is_markdown(Document.from_text("a.txt", "model = f()\\n# load the model\\nx = 1"))
+    False
     >>> is_markdown(Document.from_text("a.txt", "一、对比\\n正文"))
     False
     """
     if doc.media_type in ("text/markdown", "text/html"):
         return True
-    return bool(re.search(r"(?m)^#{1,6} \S|^```", doc.text))
+    # plain text reads as Markdown only with Markdown's own marks: a code fence, links, or
+    # headings at two levels (a "# comment" in pasted code is no heading)
+    text = doc.text
+    levels = {len(m.group(1)) for m in re.finditer(r"(?m)^(#{1,6}) \S", text)}
+    return bool(re.search(r"(?m)^```", text)) or len(re.findall(r"\]\(https?://", text)) >= 3 or (
+        len(levels) >= 2
+    )
 
 
 @dataclass

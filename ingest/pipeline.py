@@ -75,10 +75,19 @@ class IngestReport(BaseModel):
         )
 
 
+#: Bumped whenever extraction changes what it makes of a document: stores re-extract (embeddings
+#: of unchanged documents stay).
+EXTRACTOR_VERSION = 2
+
+
 def lexicon_hash(lexicon: Lexicon) -> str:
-    """A fingerprint of the lexicon: a change re-extracts every document (embeddings stay)."""
+    """A fingerprint of the lexicon and the extractor: a change re-extracts every document
+    (embeddings stay)."""
     entries = [e.model_dump(mode="json") for e in lexicon.entries.values()]
-    blob = json.dumps([entries, lexicon.terms], sort_keys=True, ensure_ascii=False)
+    patterns = [(p.pattern, t.value) for p, t in lexicon.patterns]
+    blob = json.dumps(
+        [EXTRACTOR_VERSION, entries, lexicon.terms, patterns], sort_keys=True, ensure_ascii=False
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -191,9 +200,16 @@ def ingest_corpus(
                     records[doc.id] = previous.doc_record(doc.id)
                     report.reused.append(doc.id)
                     continue
-                # lexicon changed: re-extract, keep the embeddings
+                # lexicon or extractor changed: re-extract; the embeddings stay while the
+                # chunks are the same (a changed parser may cut other chunks)
                 record = _process(doc, lexicon)
-                vectors = previous.doc_vectors(doc.id)
+                old_chunks = [c.id for c in previous.doc_record(doc.id).chunks]
+                if old_chunks == [c.id for c in record.chunks]:
+                    vectors = previous.doc_vectors(doc.id)
+                else:
+                    texts = [chunk_embedding_text(c) for c in record.chunks]
+                    vectors = embedder.embed_passages(texts) if texts else np.zeros((0, embedder.dim))
+                    report.embedded_chunks += len(texts)
             else:
                 record = _process(doc, lexicon)
                 texts = [chunk_embedding_text(c) for c in record.chunks]

@@ -172,7 +172,18 @@ class Assistant:
             )
 
         evidence_draft = self.evidence.compose(
-            question.text, question.language, linked, ranked, hop=hop
+            question.text,
+            question.language,
+            linked,
+            ranked,
+            hop=hop,
+            situational=self.composer.situational(question, bundle),
+            surfaces=[((e.surface, e.start), e.id) for e in question.entities]
+            + [
+                ((m.surface, m.start), m.key)
+                for m in self.lexicon.entity_mentions(text)
+                if m.key not in self.graph
+            ],
         )
         verified_draft, _dropped = verify_draft(evidence_draft, self.graph, self.documents)
         draft = render_draft(verified_draft)

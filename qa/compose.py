@@ -93,6 +93,16 @@ _STOPWORDS = frozenset(
 _PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
 _MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
 _MAX_RECOMMENDATIONS = 4
+#: Relations that are recommendations in themselves (a situation's pick, a scale, a rating).
+_SITUATIONAL = frozenset(
+    {
+        RelationType.RECOMMENDED_FOR,
+        RelationType.NOT_RECOMMENDED,
+        RelationType.SUITS_SCALE,
+        RelationType.RATED,
+        RelationType.RANKS_ABOVE,
+    }
+)
 _ROUTE_RELATIONS = frozenset({RelationType.EXPORTS_TO, RelationType.USED_WITH})
 #: What a person picks: a question naming one of these is about something the graph covers.
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
@@ -513,6 +523,25 @@ class GraphComposer:
             if len(out) >= limit:
                 break
         return out
+
+    # -- structured parts for the evidence composer --------------------------------------------
+    def situational(
+        self, question: Question, bundle: EvidenceBundle
+    ) -> tuple[list[tuple[str, list[GraphPath]]], list[GraphPath], list[Conflict]]:
+        """What the graph's explicit recommendations say: entities recommended for the situations
+        the question matches (best first, with their paths), fact and route paths, and the
+        disagreements about what it names. Only recommendation-shaped relations count here (a
+        `situation RECOMMENDED_FOR x`, a scale, a rating, a ranking): the evidence composer
+        answers from everything else."""
+        ranked = []
+        for node, _score, paths in self.ranked(question, bundle):
+            kept = [p for p in paths if RelationType(p.edges[0].relation) in _SITUATIONAL]
+            if kept:
+                ranked.append((node, kept))
+        facts = self.comparison(bundle) + self.facts(question, bundle, limit=3)
+        facts += self.routes(bundle, [node for node, _p in ranked[:2]])
+        facts += self.by_situation(bundle, {p.id for _n, ps in ranked for p in ps[:3]})
+        return ranked, list({p.id: p for p in facts}.values()), self.relevant_conflicts(question, bundle)
 
     # -- the answer ---------------------------------------------------------------------------
     def compose(self, question: Question, bundle: EvidenceBundle) -> Answer:

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from ingest.lexical import tokenize
+from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
@@ -28,7 +29,7 @@ from kg.schema import Entity, NodeType, RelationType, normalize_name
 from qa.draft import AbstainReason, AnswerDraft, DraftPoint, DraftRecommendation
 from qa.frame import QuestionFrame, named_things
 from qa.options import resolve_options
-from qa.schema import Language, PathEdge
+from qa.schema import Conflict, GraphPath, Language, PathEdge
 from qa.units import STOPWORDS, RankedUnit, UnitSearch, bilingual_search
 
 __all__ = ["EvidenceComposer"]
@@ -133,6 +134,10 @@ def asked_relations(question: str) -> frozenset[RelationType]:
     return frozenset(found)
 
 
+_VAGUE_PREFIXES = frozenset(
+    t.prefix for t in (NodeType.CRITERION, NodeType.CONCEPT, NodeType.SCENARIO, NodeType.PERSONA)
+)
+_CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")
 _VERSION_HINT = re.compile(r"\d+\.\d+|\bv\d")
 _NUMBER_HINT = re.compile(r"\d")
 
@@ -155,6 +160,7 @@ class EvidenceComposer:
 
     def __init__(self, graph: KnowledgeGraph, search: UnitSearch, documents: dict[str, str]) -> None:
         self.graph = graph
+        self._lexicon_surfaces = {e.id: e.surfaces for e in search.lexicon.entries.values()}
         self.search = search
         self.documents = documents
         self._edges: dict[tuple[str, int], list[PathEdge]] = defaultdict(list)
@@ -173,6 +179,38 @@ class EvidenceComposer:
         for doc, counts in subjects.items():
             self._doc_subject[doc] = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
         self._tokens: dict[str, frozenset[str]] = {}
+        self._unit_at = {(u.doc, u.start): u for u in search.units}
+        self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
+        for unit in search.units:
+            self._doc_units[unit.doc].append(unit)
+
+    # -- graph paths as points -----------------------------------------------------------------
+    def path_points(self, path: GraphPath) -> list[DraftPoint]:
+        """Each edge of a path as a point: the unit its evidence lies in, citing the edge."""
+        points: list[DraftPoint] = []
+        for edge in path.edges:
+            if not edge.evidence:
+                continue
+            ev = edge.evidence[0]
+            unit = self._unit_at.get((ev.doc, ev.start)) or next(
+                (u for u in self._doc_units.get(ev.doc, []) if u.start <= ev.start < u.end), None
+            )
+            cited = edge.model_copy(update={"evidence": [ev]})
+            if unit is not None and unit.start <= ev.start and ev.end <= unit.end:
+                point = self.point(unit)
+                point.edges = [cited] + [e for e in point.edges if e != cited][:1]
+            else:
+                point = DraftPoint(
+                    doc=ev.doc,
+                    start=ev.start,
+                    end=ev.end,
+                    quote=ev.quote,
+                    text=strip_markup(ev.quote),
+                    edges=[cited],
+                )
+            if all(p.start != point.start or p.doc != point.doc for p in points):
+                points.append(point)
+        return points
 
     # -- the answer ---------------------------------------------------------------------------
     def compose(
@@ -182,13 +220,17 @@ class EvidenceComposer:
         linked: list[str],
         ranked: list[RankedUnit],
         hop: Callable[[str, str, set[str]], list[RankedUnit]] | None = None,
+        situational: tuple[list[tuple[str, list[GraphPath]]], list[GraphPath], list[Conflict]]
+        | None = None,
+        surfaces: Iterable[tuple[tuple[str, int], str]] = (),
     ) -> AnswerDraft:
         """The answer draft for a question, from its ranked units. `hop(text, entity, about)`
         searches again, for units about `about`, with an entity the first units lead to (a
         question in two parts follows that edge)."""
         frame = QuestionFrame.read(question)
         draft = AnswerDraft(question=question, language=language, injection=frame.injection)
-        reason = self.abstain_reason(frame, linked, ranked)
+        pairs = list(surfaces)
+        reason = self.abstain_reason(frame, linked, ranked, [p[0] for p in pairs], [p[1] for p in pairs])
         if reason is not None:
             return draft.model_copy(update={"abstain": reason[0], "abstain_detail": reason[1]})
         named = {e for e in linked if e in self.graph}
@@ -206,7 +248,16 @@ class EvidenceComposer:
                 r for r in hop(frame.text, bridge, set(named)) if bridge in r.unit.mentions
             ][:3]
             second = told + hop(tail, bridge, parts)[:6]
-        if frame.choice or frame.options:
+        picks, fact_paths, conflicts = situational or ([], [], [])
+        draft.conflicts = conflicts
+        if picks and (frame.choice or frame.options or not frame.yes_no):
+            # the sources' own recommendations for the situation the question describes
+            for node, paths in picks[:3]:
+                points = [p for path in paths[:3] for p in self.path_points(path)][:_MAX_POINTS]
+                draft.recommendations.append(
+                    DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
+                )
+        elif frame.choice or frame.options:
             ranked_candidates = self.candidates(frame, named, ranked)
             bridge_type = self.graph.entity(bridge).type if bridge is not None else None
             if bridge is not None and (
@@ -231,7 +282,10 @@ class EvidenceComposer:
             first += [u for _s, u in self.ordered(tail_frame, own)][:2]
             first = [u for u in first if (u.doc, u.start) not in shown]
             limit = max(limit, len(first) + 1)
-        draft.facts = self.facts(frame, named, ranked, shown, limit, first=first)
+        graph_facts = [p for path in fact_paths for p in self.path_points(path)]
+        graph_facts = [p for p in graph_facts if (p.doc, p.start) not in shown][:3]
+        shown |= {(p.doc, p.start) for p in graph_facts}
+        draft.facts = graph_facts + self.facts(frame, named, ranked, shown, limit, first=first)
         if not draft.recommendations and not draft.facts:
             return draft.model_copy(
                 update={"abstain": AbstainReason.NO_EVIDENCE, "abstain_detail": "nothing retrieved answers it"}
@@ -261,6 +315,16 @@ class EvidenceComposer:
         return max(weight.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
     # -- answerability ------------------------------------------------------------------------
+    def entity_present(self, eid: str) -> bool:
+        """Whether some document names an entity (under any of its names, the lexicon's too)."""
+        names = list(self._lexicon_surfaces.get(eid, []))
+        if eid in self.graph:
+            entity = self.graph.entity(eid)
+            names += [entity.name, *entity.aliases]
+        return any(
+            len(normalize_name(n)) >= 2 and normalize_name(n) in self._corpus_norm for n in names
+        )
+
     def present(self, name: str) -> bool:
         """Whether a name occurs in some document (case, spacing and dashes ignored; a graph
         entity's aliases count)."""
@@ -275,15 +339,44 @@ class EvidenceComposer:
         return all(normalize_name(t) in self._corpus_norm for t in core)
 
     def abstain_reason(
-        self, frame: QuestionFrame, linked: list[str], ranked: list[RankedUnit]
+        self,
+        frame: QuestionFrame,
+        linked: list[str],
+        ranked: list[RankedUnit],
+        surfaces: list[tuple[str, int]] | None = None,
+        linked_all: list[str] | None = None,
     ) -> tuple[AbstainReason, str] | None:
-        """Why the sources cannot answer, or None."""
+        """Why the sources cannot answer, or None. `surfaces` are the names the question's linked
+        entities were found under (with positions in the question)."""
         if not ranked:
             return AbstainReason.NOT_COVERED, "nothing in the sources matches the question"
         start, end = frame.asking_sentence
         strict = not frame.choice or frame.yes_no
-        for name, at in named_things(frame.text):
-            if not strict and not (start <= at < end):
+
+        def key_requirement(at: int) -> bool:
+            return at >= 0 and (strict or start <= at < end)
+
+        spans: list[tuple[int, int]] = []
+        for (surface, _at), eid in zip(surfaces or [], linked_all or [], strict=False):
+            at = frame.text.find(surface)
+            if at < 0:
+                continue
+            spans.append((at, at + len(surface)))
+            if eid.split(":")[0] in _VAGUE_PREFIXES:
+                continue  # "兼容性", "latency": what is asked about, not a thing to be found
+            if key_requirement(at) and not self.entity_present(eid):
+                name = self.graph.entity(eid).name if eid in self.graph else surface
+                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}"
+        names = named_things(frame.text)
+        if _CJK_TEXT.search(frame.text):
+            # capitalised Latin words in a Chinese question are names ("Caffe 和 Theano 值得学吗")
+            names += [
+                (m.group(0), m.start())
+                for m in re.finditer(r"(?<![A-Za-z])[A-Z][\w.+\-]+", frame.text)
+            ]
+        for name, at in names:
+            inside = any(s <= at and at + len(name) <= e for s, e in spans)
+            if inside or not key_requirement(at):
                 continue
             if not self.present(name):
                 return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}"
