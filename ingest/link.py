@@ -487,10 +487,11 @@ def _unit_subject(
     """What a unit is about (see the module docstring)."""
     if unit.lead:
         lead = matcher.find(unit.lead)
+        bare = re.sub(r"\s*[（(][^）)]*[）)]\s*$", "", unit.lead.split(" for ")[0])
         if (
             lead
             and lead[0].start == 0
-            and lead[0].end >= len(unit.lead.split(" for ")[0]) - 2
+            and lead[0].end >= len(bare) - 2
             and lead[0].key.split(":")[0] in _SUBJECT_PREFIXES
         ):
             return lead[0].key

@@ -128,6 +128,8 @@ class _Builder:
             title = block.heading_path[-1] if block.heading_path else block.text
             self.add(UnitKind.HEADING, (block.start, block.end), title, block)
         elif block.kind in (BlockKind.PROSE, BlockKind.DEFINITION):
+            if _navigation(block.text):
+                return  # a bar or a block of links: no statement to quote
             made = self.sentences(block, block.start, block.end, UnitKind.SENTENCE)
             if made and made[-1].text.endswith((":", "：")):
                 self.lead_in = made[-1].text
@@ -210,6 +212,25 @@ class _Builder:
         self.add(UnitKind.CODE, (start, end), "\n".join(shown).strip(), block, context=context)
 
 
+_LINK = re.compile(r"\]\(|<a\s|href=", re.I)
+
+
+def _navigation(source: str) -> bool:
+    """A prose block that is a menu: many links, next to no sentences of its own.
+
+    >>> _navigation('<a href="#a">论文</a> | <a href="#b">文档</a> | <a href="#c">例程</a> | <a href="#d">论坛</a>')
+    True
+    >>> _navigation("Candle is a [minimalist](x) ML framework for Rust.")
+    False
+    """
+    links = len(_LINK.findall(source))
+    if links < 4:
+        return False
+    clean = clean_inline(source).text
+    sentences = len(re.findall(r"[.!?。！？](?:\s|$)", clean))
+    return sentences * 3 < links
+
+
 def _line_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
     """Widen a span to its whole line(s) (a pipe-table row with its outer pipes)."""
     start = text.rfind("\n", 0, span[0]) + 1
@@ -277,7 +298,8 @@ def stem(word: str) -> str:
     """
     lower = word.lower()
     for suffix in _SUFFIXES:
-        if lower.endswith(suffix) and len(lower) - len(suffix) >= 4:
+        shortest = 3 if suffix == "s" else 4  # "bits" ~ "bit", but "needs" keeps "need"
+        if lower.endswith(suffix) and len(lower) - len(suffix) >= shortest and not lower.endswith("ss"):
             base = lower[: -len(suffix)]
             if suffix in ("ies", "ied"):
                 return base + "i"

@@ -93,6 +93,21 @@ _STOPWORDS = frozenset(
 _PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
 _MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
 _MAX_RECOMMENDATIONS = 4
+#: Relations only the structure of an essay yields (tables, trees, rankings, exports): their
+#: paths are facts on their own; the evidence composer states the rest from its units.
+_STRUCTURED = frozenset(
+    {
+        RelationType.RECOMMENDED_FOR,
+        RelationType.NOT_RECOMMENDED,
+        RelationType.SUITS_SCALE,
+        RelationType.RATED,
+        RelationType.RANKS_ABOVE,
+        RelationType.HAS_PROPERTY,
+        RelationType.DEFAULT_MODE,
+        RelationType.EXPORTS_TO,
+        RelationType.SHARDS,
+    }
+)
 #: Relations that are recommendations in themselves (a situation's pick, a scale, a rating).
 _SITUATIONAL = frozenset(
     {
@@ -541,6 +556,7 @@ class GraphComposer:
         facts = self.comparison(bundle) + self.facts(question, bundle, limit=3)
         facts += self.routes(bundle, [node for node, _p in ranked[:2]])
         facts += self.by_situation(bundle, {p.id for _n, ps in ranked for p in ps[:3]})
+        facts = [p for p in facts if all(RelationType(e.relation) in _STRUCTURED for e in p.edges)]
         return ranked, list({p.id: p for p in facts}.values()), self.relevant_conflicts(question, bundle)
 
     # -- the answer ---------------------------------------------------------------------------

@@ -60,10 +60,13 @@ _DEFINES = re.compile(
     r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
     re.I,
 )
-_TWO_PART = re.compile(
-    r"[?？][^?？]+[?？]|\band (?:which|what|how|does|do|is|are|can|who|where)\b|"
-    r"\b(?:that|this|the same) (?:library|tool|framework|project|one)\b|该库|这个库|这个工具|它的|"
-    r"自己的|本身|又|同一",
+_ASKS_WHICH = re.compile(
+    r"\bwhich (?:\w+ ){0,2}(?:library|tool|framework|engine|integration|project|backend|one)\b|"
+    r"what is it called|哪个库|哪个框架|哪个工具|哪个项目|是哪个|叫什么",
+    re.I,
+)
+_REFERS_BACK = re.compile(
+    r"\b(?:it|its|that|this|the same)\b|该库|这个库|这个工具|这个框架|它|其|自己的|本身|同一",
     re.I,
 )
 
@@ -78,6 +81,25 @@ def _second_part(question: str) -> str:
     return parts[-1].strip() if len(parts) > 1 else question
 
 
+_PART_SPLIT = re.compile(
+    r"[,，;；]?\s*\b(?:and|but|also)\s+(?=(?:which|what|how|does|do|did|is|are|can|could|should|"
+    r"why|where|when|who)\b)|(?<=[?？])\s*|[，,]\s*(?=(?:还是|那|又|并且|而且|以及))",
+    re.I,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """The sub-questions of a question that asks several things (one part: no split).
+
+    >>> question_parts("Does OpenVINO collect telemetry, and how do I opt out?")
+    ['Does OpenVINO collect telemetry', 'how do I opt out?']
+    >>> question_parts("Which GPU is faster?")
+    []
+    """
+    parts = [p.strip(" ,，") for p in _PART_SPLIT.split(question) if p and p.strip(" ,，")]
+    return parts if len(parts) > 1 else []
+
+
 def _version_after(question: str, entity: Entity) -> str | None:
     """The version a question gives right after an entity's name ("PaddlePaddle 3.0" -> "3.0")."""
     for name in [entity.name, *entity.aliases]:
@@ -88,14 +110,16 @@ def _version_after(question: str, entity: Entity) -> str | None:
 
 
 def _two_part(question: str) -> bool:
-    """Whether a question asks two things in a row, the second about what the first finds.
+    """Whether a question asks two things in a row, the second about what the first finds: it
+    asks which thing, then refers back to it.
 
     >>> _two_part("Which library is it, and does llamafile build on the same one?")
     True
-    >>> _two_part("Which GPU is faster?")
+    >>> _two_part("Are there PyTorch wheels for Jetson, and which JetPack version do they need?")
     False
     """
-    return bool(_TWO_PART.search(question))
+    first = _ASKS_WHICH.search(question)
+    return first is not None and _REFERS_BACK.search(question, first.end()) is not None
 
 
 _RELATION_WORDS: list[tuple[re.Pattern[str], frozenset[RelationType]]] = [
@@ -161,6 +185,9 @@ class EvidenceComposer:
     def __init__(self, graph: KnowledgeGraph, search: UnitSearch, documents: dict[str, str]) -> None:
         self.graph = graph
         self._lexicon_surfaces = {e.id: e.surfaces for e in search.lexicon.entries.values()}
+        self._constraints: list[str] = []
+        self.facts_alone = _MAX_FACTS
+        self.facts_with_picks = 2
         self.search = search
         self.documents = documents
         self._edges: dict[tuple[str, int], list[PathEdge]] = defaultdict(list)
@@ -181,7 +208,9 @@ class EvidenceComposer:
         self._tokens: dict[str, frozenset[str]] = {}
         self._unit_at = {(u.doc, u.start): u for u in search.units}
         self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
+        self._unit_index: dict[str, int] = {}
         for unit in search.units:
+            self._unit_index[unit.id] = len(self._doc_units[unit.doc])
             self._doc_units[unit.doc].append(unit)
 
     # -- graph paths as points -----------------------------------------------------------------
@@ -234,6 +263,7 @@ class EvidenceComposer:
         if reason is not None:
             return draft.model_copy(update={"abstain": reason[0], "abstain_detail": reason[1]})
         named = {e for e in linked if e in self.graph}
+        self._constraints = sorted(named)
         second: list[RankedUnit] = []
         bridge = self.bridge(frame, named, ranked) if hop is not None and _two_part(frame.text) else None
         if bridge is not None and hop is not None:
@@ -271,7 +301,7 @@ class EvidenceComposer:
             if ranked_candidates:
                 draft.recommendations = self.recommendations(frame, ranked_candidates, ranked + second)
         shown = {(p.doc, p.start) for r in draft.recommendations for p in r.points}
-        limit = 2 if draft.recommendations else _MAX_FACTS
+        limit = self.facts_with_picks if draft.recommendations else self.facts_alone
         first: list[EvidenceUnit] = []
         if second:
             # the path: what the named thing says of the bridge, then the bridge's own answer
@@ -285,7 +315,14 @@ class EvidenceComposer:
         graph_facts = [p for path in fact_paths for p in self.path_points(path)]
         graph_facts = [p for p in graph_facts if (p.doc, p.start) not in shown][:3]
         shown |= {(p.doc, p.start) for p in graph_facts}
-        draft.facts = graph_facts + self.facts(frame, named, ranked, shown, limit, first=first)
+        facts = graph_facts + self.facts(frame, named, ranked, shown, limit, first=first)
+        said = {normalize_name(p.text) for r in draft.recommendations for p in r.points}
+        draft.facts = []
+        for point in facts:
+            key = normalize_name(point.text)
+            if key not in said:
+                said.add(key)
+                draft.facts.append(point)
         if not draft.recommendations and not draft.facts:
             return draft.model_copy(
                 update={"abstain": AbstainReason.NO_EVIDENCE, "abstain_detail": "nothing retrieved answers it"}
@@ -482,6 +519,7 @@ class EvidenceComposer:
             return []
         top_evidence = max(evidence.values(), default=1.0) or 1.0
         top_profile = max(profile.values(), default=1.0) or 1.0
+        constraints = [c for c in self._constraints if c not in set(evidence) | set(profile)]
         scored = []
         for eid in set(evidence) | set(profile):
             node_type = self.graph.entity(eid).type
@@ -489,6 +527,7 @@ class EvidenceComposer:
             if wanted:
                 fit = 1.6 if node_type in wanted else (1.15 if node_type in _SOFTWARE and wanted & _SOFTWARE else 0.6)
             score = 0.55 * evidence.get(eid, 0.0) / top_evidence + 0.45 * profile.get(eid, 0.0) / top_profile
+            score *= 1.0 + self.constraint_fit(eid, constraints)
             scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
         scored.sort(key=lambda t: (-t[1], t[0]))
         if wanted and not wanted & _SOFTWARE:
@@ -497,6 +536,27 @@ class EvidenceComposer:
             scored = exact or scored
         top_score = scored[0][1]
         return [c for c in scored if c[1] >= 0.4 * top_score][:3]
+
+    def constraint_fit(self, eid: str, constraints: list[str]) -> float:
+        """How many of the things a question requires (Inferentia, PyTorch, a format) the graph
+        links a candidate to, each weighted by how specific it is; a NOT_SUPPORTED edge counts
+        against. `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum fit "部署到 AWS Inferentia"."""
+        if not constraints:
+            return 0.0
+        nodes = {eid} | {r.source for r in self.graph.in_relations(eid) if r.relation == RelationType.PART_OF}
+        fit = 0.0
+        for constraint in constraints:
+            relations = [
+                r
+                for node in nodes
+                for r in self.graph.relations_of(node)
+                if constraint in (r.source, r.target) and r.relation != RelationType.PART_OF
+            ]
+            if not relations:
+                continue
+            sign = -1.0 if all(r.relation == RelationType.NOT_SUPPORTED for r in relations) else 1.0
+            fit += sign * self.specificity(constraint)
+        return max(-0.5, 0.6 * fit)
 
     def _clause_share(self, unit: EvidenceUnit, eid: str, terms: dict[str, float]) -> float:
         """How much of a unit's match a thing it names earns: a sentence that lists four tools,
@@ -589,19 +649,70 @@ class EvidenceComposer:
 
     # -- points -------------------------------------------------------------------------------
     def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
-        """A unit as an answer point with the edges it is evidence of (the subject's first)."""
+        """A unit as an answer point with the edges it is evidence of (the subject's first). A
+        sentence that ends in ":" brings what it introduces ("run the command: `opt_in_out
+        --opt_out`"), as one verbatim span."""
         edges = self._edges.get((unit.doc, unit.start), [])
         edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
         ordered = sorted(edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation)))
+        end, text = unit.end, unit.text
+        following = self._next_unit(unit)
+        if (
+            unit.text.endswith((":", "："))
+            and following is not None
+            and following.context == unit.text
+            and following.start - unit.end < 200
+            and len(following.text) <= 200
+        ):
+            end, text = following.end, f"{unit.text} {following.text}"
         return DraftPoint(
             doc=unit.doc,
             start=unit.start,
-            end=unit.end,
-            quote=self.documents[unit.doc][unit.start : unit.end],
-            text=unit.text,
+            end=end,
+            quote=self.documents[unit.doc][unit.start : end],
+            text=text,
             context=" | ".join(unit.header) if unit.kind == UnitKind.ROW else unit.context,
             edges=ordered[:2],
         )
+
+    def row_group(
+        self, row: EvidenceUnit, terms: dict[str, float], prefer: str | None = None, limit: int = 3
+    ) -> DraftPoint:
+        """A table row with up to two more rows of the same table that the question also
+        matches ("CTranslate2 3.6.0 | 658.8 | 849MB" beside "OpenNMT-py | 275.8 | 2012MB"): one
+        point, its span running from the first row to the last."""
+        siblings = [
+            u
+            for u in self._doc_units.get(row.doc, [])
+            if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
+        ]
+        scored = sorted(
+            (
+                (sum(w for t, w in terms.items() if t in self._unit_tokens(u)), -abs(u.start - row.start), u)
+                for u in siblings
+                if u.id != row.id
+            ),
+            key=lambda t: (-t[0], -t[1]),
+        )
+        rows = [row] + [u for score, _d, u in scored if score > 0][: limit - 1]
+        if len(rows) == 1:
+            return self.point(row, prefer)
+        rows.sort(key=lambda u: u.start)
+        point = self.point(row, prefer)
+        start, end = rows[0].start, rows[-1].end
+        return point.model_copy(
+            update={
+                "start": start,
+                "end": end,
+                "quote": self.documents[row.doc][start:end],
+                "text": "; ".join(u.text for u in rows),
+            }
+        )
+
+    def _next_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
+        units = self._doc_units.get(unit.doc, [])
+        index = self._unit_index.get(unit.id)
+        return units[index + 1] if index is not None and index + 1 < len(units) else None
 
     def definition(self, entity: str) -> EvidenceUnit | None:
         """The unit that says what an entity is: it starts with the entity's name and defines it
@@ -645,7 +756,11 @@ class EvidenceComposer:
                     tables.add(tuple(unit.header))
                 if all(unit.text != c.text for c in chosen):
                     chosen.append(unit)
-            points = [self.point(u, eid) for u in chosen]
+            weights = self._question_terms(frame)
+            points = [
+                self.row_group(u, weights, eid) if u.kind == UnitKind.ROW else self.point(u, eid)
+                for u in chosen
+            ]
             name = eid.removeprefix("value:") if eid.startswith("value:") else self.graph.entity(eid).name
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
@@ -752,9 +867,17 @@ class EvidenceComposer:
             for unit in (own or naming)[:1]:
                 docs_named.append(unit.doc)
                 take(unit)
+        for part in question_parts(frame.text):
+            # "Does X collect telemetry, and how do I opt out?": each part gets its best unit
+            part_order = self.ordered(QuestionFrame.read(part), [r for r in pool], about=things)
+            for _score, unit in part_order:
+                if unit.kind != UnitKind.HEADING:
+                    take(unit)
+                    break
         for _score, unit in order:
             if len(chosen) >= limit:
                 break
             take(unit)
         chosen.sort(key=lambda u: (docs_named.index(u.doc) if u.doc in docs_named else 99, u.doc, u.start))
-        return [self.point(u) for u in chosen]
+        weights = self._question_terms(frame)
+        return [self.row_group(u, weights) if u.kind == UnitKind.ROW else self.point(u) for u in chosen]

@@ -61,7 +61,8 @@ _CHOICE = re.compile(
 )
 _RECOMMEND = re.compile(
     r"\brecommend|\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|learn|"
-    r"start)|what (?:should|to) use|what fits|best way|选哪|选什么|用什么|用哪|用啥|推荐|该选|该用|"
+    r"start)|what (?:should|to) use|what fits|best way|选哪|选什么|用什么|用哪|用啥|该选|该用|"
+    r"推荐(?:哪|什么|一个|一款|一下|用哪|用什么)|推荐[^，。？?]{0,8}[？?]|"
     r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|what can (?:i|we) (?:use|rely on)|"
     r"rely on",
     re.I,
