@@ -30,6 +30,7 @@ __all__ = [
     "Discovered",
     "DocumentSubject",
     "README_WORDS",
+    "common_word",
     "document_subject",
     "discover_names",
     "looks_like_entity",
@@ -509,7 +510,7 @@ _ENGLISH_SUFFIX = re.compile(
 )
 
 
-def _common_word(word: str, plain_words: set[str]) -> bool:
+def common_word(word: str, plain_words: set[str]) -> bool:
     """An ordinary English word: written in lower case in the corpus, a README word, or built
     with an English suffix ("Compatibility", "Familiar")."""
     lower = word.lower()
@@ -523,7 +524,7 @@ def _name_shaped(word: str, plain_words: set[str]) -> bool:
         return False
     if NAME_TOKEN.fullmatch(bare) or re.fullmatch(r"[A-Z]{2,}[0-9]*", bare):
         return True
-    return bool(re.fullmatch(r"[A-Z][a-z]+", bare)) and not _common_word(bare, plain_words)
+    return bool(re.fullmatch(r"[A-Z][a-z]+", bare)) and not common_word(bare, plain_words)
 
 
 def name_prefix(text: str, lexicon: Lexicon, plain_words: set[str]) -> str | None:

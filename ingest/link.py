@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ingest.discover import (
     Discovered,
+    common_word,
     DocumentSubject,
     discover_names,
     document_subject,
@@ -367,7 +368,7 @@ def link_corpus(
     ids = _final_ids(registry)
     subjects = {doc: ids[eid] for doc, eid in subjects.items()}
     entities = {ids[eid]: e.model_copy(update={"id": ids[eid]}) for eid, e in registry.entities.items()}
-    matcher = NameMatcher(_surfaces(entities.values(), lexicon))
+    matcher = NameMatcher(_surfaces(entities.values(), lexicon, plain))
     for entry in lexicon.entries.values():
         if entry.id not in entities:
             entities[entry.id] = Entity(id=entry.id, type=entry.type, name=entry.name)
@@ -436,7 +437,11 @@ def _final_ids(registry: _Registry) -> dict[str, str]:
     return ids
 
 
-def _surfaces(entities: Iterable[Entity], lexicon: Lexicon) -> list[tuple[str, str, bool]]:
+def _surfaces(
+    entities: Iterable[Entity], lexicon: Lexicon, plain: set[str]
+) -> list[tuple[str, str, bool]]:
+    """Every name to look for, and whether only its own capitalisation counts: a name that is
+    also an ordinary word ("Candle", "Optimum") matches only as written; "Unsloth" in any case."""
     surfaces: list[tuple[str, str, bool]] = []
     for entry in lexicon.entries.values():
         surfaces.extend((s, entry.id, False) for s in entry.surfaces)
@@ -444,7 +449,8 @@ def _surfaces(entities: Iterable[Entity], lexicon: Lexicon) -> list[tuple[str, s
         if lexicon.lookup(entity.name) is not None:
             continue
         for name in [entity.name, *entity.aliases]:
-            surfaces.append((name, entity.id, not _shaped(name)))
+            ordinary = not _shaped(name) and all(common_word(w, plain) for w in name.split())
+            surfaces.append((name, entity.id, ordinary))
     return surfaces
 
 

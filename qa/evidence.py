@@ -161,18 +161,54 @@ def asked_relations(question: str) -> frozenset[RelationType]:
 _VAGUE_PREFIXES = frozenset(
     t.prefix for t in (NodeType.CRITERION, NodeType.CONCEPT, NodeType.SCENARIO, NodeType.PERSONA)
 )
+_DISAGREE = re.compile(
+    r"\bdisagree|\bagree\b|consistent|contradict|conflict|一致|矛盾|分歧|说法不同|说法一样", re.I
+)
 _CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")
 _VERSION_HINT = re.compile(r"\d+\.\d+|\bv\d")
 _NUMBER_HINT = re.compile(r"\d")
 
 
+_NUM = r"\d+(?:\.\d+)?\s*"
+_DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
+    (
+        re.compile(r"faster|speed|fast|提速|加速|快多少|速度", re.I),
+        re.compile(rf"{_NUM}(?:×|x\b|倍)|{_NUM}%|(?:faster|speedup|提速|加速)", re.I),
+    ),
+    (
+        re.compile(r"memory|vram|显存|内存", re.I),
+        re.compile(rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*(?:less|lower|fewer)|less (?:memory|vram)", re.I),
+    ),
+    (
+        re.compile(r"how long|time|多久|时间", re.I),
+        re.compile(rf"{_NUM}(?:h\b|hours?|min(?:utes)?\b|seconds?|小时|分钟|天)|\(\d+h\)", re.I),
+    ),
+    (
+        re.compile(r"parameters?|参数|规模|多大", re.I),
+        re.compile(rf"{_NUM}(?:[BTM]\b|万亿|千亿|亿|billion|trillion)|\d+[BT]\b", re.I),
+    ),
+    (re.compile(r"\bversions?\b|版本", re.I), _VERSION_HINT),
+]
+
+
 def _answer_hint(question: str) -> re.Pattern[str] | None:
-    """The shape of the value a question asks for, when it says (a version, a number)."""
-    if re.search(r"\bversions?\b|版本", question, re.I):
-        return _VERSION_HINT
-    if re.search(r"how (?:much|many|long|fast)|\bminimum\b|多少|多久|几|多大|多快", question, re.I):
-        return _NUMBER_HINT
-    return None
+    """The shape of the value a question asks for, when it says: a speed-up, an amount of
+    memory, a duration, a model size, a version, else any number.
+
+    >>> bool(_answer_hint("到底能提速多少？").search("提供 170% 的训练速度"))
+    True
+    """
+    asks_value = re.search(
+        r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|多少|多久|几|多大|多快|版本",
+        question,
+        re.I,
+    )
+    if not asks_value:
+        return None
+    for asked, shape in _DIMENSIONS:
+        if asked.search(question):
+            return shape
+    return _NUMBER_HINT
 
 
 _MAX_POINTS = 3
@@ -315,6 +351,10 @@ class EvidenceComposer:
         graph_facts = [p for path in fact_paths for p in self.path_points(path)]
         graph_facts = [p for p in graph_facts if (p.doc, p.start) not in shown][:3]
         shown |= {(p.doc, p.start) for p in graph_facts}
+        if _DISAGREE.search(frame.text):
+            # "do the documents agree?": the best unit of each document that speaks of it
+            first = self.per_document(frame, named, ranked) + first
+            limit = max(limit, len(first))
         facts = graph_facts + self.facts(frame, named, ranked, shown, limit, first=first)
         said = {normalize_name(p.text) for r in draft.recommendations for p in r.points}
         draft.facts = []
@@ -327,7 +367,53 @@ class EvidenceComposer:
             return draft.model_copy(
                 update={"abstain": AbstainReason.NO_EVIDENCE, "abstain_detail": "nothing retrieved answers it"}
             )
+        if _DISAGREE.search(frame.text) and not draft.conflicts:
+            conflict = self.disagreement(named, draft.facts, frame)
+            if conflict is not None:
+                draft.conflicts = [conflict]
         return draft
+
+    def per_document(
+        self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
+    ) -> list[EvidenceUnit]:
+        """The best unit of each of the (up to three) documents that speak of what the question
+        names, each with the value asked for when the question asks one."""
+        main = self._main_subject(frame, named)
+        things = {main} if main else set()
+        pool = [r for r in ranked[:40] if not things or r.unit.subject in things or things & set(r.unit.mentions)]
+        chosen: list[EvidenceUnit] = []
+        for _score, unit in self.ordered(frame, pool, about=things):
+            if unit.doc not in {u.doc for u in chosen} and unit.kind != UnitKind.HEADING:
+                chosen.append(unit)
+            if len(chosen) >= 3:
+                break
+        return chosen
+
+    def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
+        """What a question is about: the first thing it names that one uses (a tool over a
+        technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""
+        ordered = sorted(named, key=lambda e: (frame.text.find(self.graph.entity(e).name) % 10_000, e))
+        for kinds in (_SOFTWARE, _CHOOSABLE | {NodeType.MODEL}):
+            for eid in ordered:
+                if self.graph.entity(eid).type in kinds:
+                    return eid
+        return None
+
+    def disagreement(self, named: set[str], facts: list[DraftPoint], frame: QuestionFrame | None = None) -> Conflict | None:
+        """What two or more documents each say of the thing asked about, side by side."""
+        subject = self._main_subject(frame, named) if frame is not None else None
+        by_doc: dict[str, DraftPoint] = {}
+        for point in facts:
+            if point.edges and point.doc not in by_doc:
+                by_doc[point.doc] = point
+        if subject is None or len(by_doc) < 2:
+            return None
+        claims = [
+            next((e for e in p.edges if subject in (e.source, e.target)), p.edges[0])
+            for p in by_doc.values()
+        ]
+        summary = "; ".join(f"{p.doc}: “{p.text[:160]}”" for p in by_doc.values())
+        return Conflict(subject=subject, relation="CLAIMS", claims=claims, summary=summary)
 
     def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
         """The entity the best units lead to that the question does not name and that has units
@@ -774,8 +860,8 @@ class EvidenceComposer:
             score *= 0.3
         elif len(unit.text) < 25 and unit.kind != UnitKind.ROW:
             score *= 0.6
-        if hint is not None and hint.search(unit.text):
-            score *= 1.4
+        if hint is not None and hint.search(" ".join([unit.text, *unit.header])):
+            score *= 1.8
         return score
 
     def ordered(
