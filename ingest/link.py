@@ -103,6 +103,7 @@ _BY_TARGET: dict[NodeType, RelationType] = {
     NodeType.LIBRARY: RelationType.USED_WITH,
     NodeType.INFERENCE_ENGINE: RelationType.USED_WITH,
     NodeType.TOOL: RelationType.USED_WITH,
+    NodeType.CONCEPT: RelationType.SUPPORTS,
 }
 
 

@@ -355,7 +355,8 @@ class EvidenceComposer:
             # "do the documents agree?": the best unit of each document that speaks of it
             first = self.per_document(frame, named, ranked) + first
             limit = max(limit, len(first))
-        facts = graph_facts + self.facts(frame, named, ranked, shown, limit, first=first)
+        focus = named | {r.id for r in draft.recommendations[:1] if r.id in self.graph and not picks}
+        facts = graph_facts + self.facts(frame, focus, ranked, shown, limit, first=first)
         said = {normalize_name(p.text) for r in draft.recommendations for p in r.points}
         draft.facts = []
         for point in facts:
