@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -289,7 +289,7 @@ def document_subject(
     """The project a document is about, or None (an essay that compares several things)."""
     stem = normalize_name(file_stem(doc.id))
     counts = _surface_counts(units)
-    scores: Counter[str] = Counter()
+    scores: dict[str, float] = defaultdict(float)
     found: dict[str, tuple[str, EvidenceUnit, NodeType | None]] = {}
     aliases: dict[str, set[str]] = {}
     readable = [u for u in units if u.kind != UnitKind.CODE][:24]
@@ -334,9 +334,9 @@ def document_subject(
         if stem not in found:
             entry = lexicon.lookup(stem)
             surface = entry.name if entry else _spelled(stem, units)
-            unit = next((u for u in units if stem in normalize_name(u.text)), None)
-            if surface and unit is not None and _phrase_count(surface, units) >= 3:
-                found[stem] = (surface, unit, None)
+            first = next((u for u in units if stem in normalize_name(u.text)), None)
+            if surface and first is not None and _phrase_count(surface, units) >= 3:
+                found[stem] = (surface, first, None)
                 scores[stem] += 4.0
     for key, (name, _unit, _type) in found.items():
         scores[key] += math.log1p(_phrase_count(name, units))

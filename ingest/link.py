@@ -381,25 +381,25 @@ def link_corpus(
         previous: str | None = None
         for unit in units:
             mentions = matcher.find(unit.text)
-            subject = _unit_subject(unit, mentions, matcher, heading_subjects, subjects.get(doc.id))
-            if unit.kind == UnitKind.SENTENCE and subject is None:
-                subject = previous
-            previous = subject if unit.kind == UnitKind.SENTENCE else previous
+            about = _unit_subject(unit, mentions, matcher, heading_subjects, subjects.get(doc.id))
+            if unit.kind == UnitKind.SENTENCE and about is None:
+                about = previous
+            previous = about if unit.kind == UnitKind.SENTENCE else previous
             named = list(dict.fromkeys(m.key for m in mentions))
-            linked.append(unit.model_copy(update={"subject": subject, "mentions": named}))
-            if subject is None:
+            linked.append(unit.model_copy(update={"subject": about, "mentions": named}))
+            if about is None:
                 continue
-            used.add(subject)
+            used.add(about)
             ev = _evidence(texts[doc.id], unit)
             for mention in mentions:
-                if mention.key == subject or mention.key not in entities:
+                if mention.key == about or mention.key not in entities:
                     continue
                 target = entities[mention.key]
                 if target.type == NodeType.CRITERION:
                     continue  # "performance" in running text is no claim about a criterion
                 relation = claim_relation(unit.text, mention.start, mention.end, target.type)
                 relations.append(
-                    Relation(source=subject, relation=relation, target=mention.key, evidence=[ev])
+                    Relation(source=about, relation=relation, target=mention.key, evidence=[ev])
                 )
                 used.add(mention.key)
     for part, project in editions:

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.markup import is_decorative, strip_markup
+from ingest.structure.code import Line
+from ingest.structure.items import indent_depths, table_cells
 from kg.documents import Block, BlockKind, Document
 
 __all__ = ["is_markdown", "parse_markdown"]
@@ -346,7 +348,7 @@ class _Parser:
             spans[-1][1],
             items=[self.doc.text[s:e] for s, e in spans],
             item_spans=spans,
-            depths=_indent_depths([i for _, _, i in items]),
+            depths=indent_depths([i for _, _, i in items]),
         )
         return j
 
@@ -395,36 +397,10 @@ def _cells(text: str, ln: _Line) -> list[tuple[int, int]]:
     >>> [src[s:e] for s, e in _cells(src, _Line(0, len(src), src))]
     ['a', 'b']
     """
-    line = ln.text
-    pipes = [i for i, c in enumerate(line) if c == "|" and (i == 0 or line[i - 1] != "\\")]
-    bounds = [ln.start - 1, *(ln.start + i for i in pipes), ln.end]
-    cells: list[tuple[int, int]] = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        piece = text[a + 1 : b]
-        s = a + 1 + len(piece) - len(piece.lstrip())
-        cells.append((s, max(s, a + 1 + len(piece.rstrip()))))
-    if line.lstrip().startswith("|"):
-        cells = cells[1:]
-    if line.rstrip().endswith("|") and len(line.strip()) > 1 and cells:
-        cells = cells[:-1]
-    return cells
-
-
-def _indent_depths(indents: list[int]) -> list[int]:
-    """Nesting depth of each list item from its indentation.
-
-    >>> _indent_depths([0, 2, 4, 2, 0, 3])
-    [0, 1, 2, 1, 0, 1]
-    """
-    stack: list[int] = []
-    depths: list[int] = []
-    for x in indents:
-        while stack and x < stack[-1]:
-            stack.pop()
-        if not stack or x > stack[-1]:
-            stack.append(x)
-        depths.append(len(stack) - 1)
-    return depths
+    lead = len(ln.text) - len(ln.text.lstrip())
+    stripped = ln.text.strip()
+    line = Line(ln.start, ln.start + lead, ln.start + lead + len(stripped), lead, stripped)
+    return table_cells(text, line)
 
 
 def parse_markdown(doc: Document) -> list[Block]:

@@ -25,7 +25,8 @@ from ingest.link import link_corpus
 from ingest.load import LoadResult, iter_corpus
 from ingest.markdown import is_markdown, parse_markdown
 from ingest.merge import merge_extractions
-from ingest.structure import parse_blocks
+from ingest.structure import command_spans, parse_blocks
+from ingest.text import Tokenizer
 from ingest.units import document_units, unit_index_text
 from kg.documents import Block, BlockKind, Document, Snippet
 from kg.errors import KGQAError, StoreError
@@ -95,8 +96,6 @@ def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:
     """Code blocks as snippets (indentation repaired where it was lost), and shell commands
     written inline in prose, definition and list blocks (`启动命令：torchrun --nproc_per_node=4
     train.py。` gives a bash snippet spanning exactly the command), in document order."""
-    from ingest.structure import command_spans
-
     snippets = []
     for block in blocks:
         pieces: list[tuple[int, int, str, str | None]] = []
@@ -168,8 +167,11 @@ def ingest_corpus(
     embedder_spec: str | None = None,
     progress: Progress | None = None,
     max_bytes: int = 20 * 1024 * 1024,
+    cache_dir: Path | None = None,
 ) -> IngestReport:
-    """Build or update the store at `store_root` from the documents under `roots`."""
+    """Build or update the store at `store_root` from the documents under `roots`.
+
+    `cache_dir` is where derived helper files are kept (jieba's array dictionary)."""
     lex_hash = lexicon_hash(lexicon)
     previous = _open_previous(store_root)
     same_embedder = previous is not None and previous.manifest.embedder == embedder.id
@@ -243,13 +245,13 @@ def ingest_corpus(
     graph, dropped = merge_extractions(extractions, lexicon)
     report.dropped_relations = dropped
     writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
-    lexical = LexicalIndex()
+    lexical = LexicalIndex(Tokenizer(cache_dir=cache_dir))
     lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
     chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
     lexical.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])
     writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
     writer.put_json("units.json", [u.model_dump(mode="json") for u in linked.units])
-    unit_lexical = LexicalIndex()
+    unit_lexical = LexicalIndex(Tokenizer(cache_dir=cache_dir))
     unit_lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
     unit_lexical.build([u.id for u in linked.units], [unit_index_text(u) for u in linked.units])
     writer.put_json("units_lexical.json", unit_lexical.to_state().model_dump(mode="json"))

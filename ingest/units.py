@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 
 from ingest.markup import CleanText, clean_inline
-from ingest.structure import split_sentences
+from ingest.text import split_sentences
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
 
 __all__ = [

@@ -20,7 +20,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from ingest.lexical import tokenize
 from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text
 from kg.documents import EvidenceUnit, UnitKind
@@ -414,7 +413,7 @@ class EvidenceComposer:
             for p in by_doc.values()
         ]
         summary = "; ".join(f"{p.doc}: “{p.text[:160]}”" for p in by_doc.values())
-        return Conflict(subject=subject, relation="CLAIMS", claims=claims, summary=summary)
+        return Conflict(subject=subject, relation=claims[0].relation, claims=claims, summary=summary)
 
     def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
         """The entity the best units lead to that the question does not name and that has units
@@ -525,14 +524,14 @@ class EvidenceComposer:
     def _unit_tokens(self, unit: EvidenceUnit) -> frozenset[str]:
         tokens = self._tokens.get(unit.id)
         if tokens is None:
-            tokens = frozenset(tokenize(unit_index_text(unit)))
+            tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
             self._tokens[unit.id] = tokens
         return tokens
 
     def _question_terms(self, frame: QuestionFrame, exclude: Iterable[str] = ()) -> dict[str, float]:
-        excluded = {t for name in exclude for t in tokenize(stem_text(name))}
+        excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
         terms: dict[str, float] = {}
-        for token in tokenize(stem_text(frame.text)):
+        for token in self.search.tokenize(stem_text(frame.text)):
             if token in STOPWORDS or token in excluded or (len(token) < 2 and token.isascii()):
                 continue
             idf = self.search.lexical.idf(token)
@@ -588,7 +587,7 @@ class EvidenceComposer:
                     support[target].append(unit)
         names = [n for e in named for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]]
         weights = self.search.query_weights(frame.text, [])
-        excluded = {t for n in names for t in tokenize(stem_text(n))}
+        excluded = {t for n in names for t in self.search.tokenize(stem_text(n))}
         weights = {t: w for t, w in weights.items() if t not in excluded}
         # the documents that best match the question, taken whole: their subjects are candidates
         profile: dict[str, float] = {}
@@ -658,7 +657,7 @@ class EvidenceComposer:
         total = sum(terms.values()) or 1.0
         for clause in clauses:
             if any(n in clause.lower() for n in names):
-                tokens = set(tokenize(stem_text(clause)))
+                tokens = set(self.search.tokenize(stem_text(clause)))
                 return 0.3 + 1.2 * sum(w for t, w in terms.items() if t in tokens) / total
         return 0.3
 
@@ -694,7 +693,7 @@ class EvidenceComposer:
         options = frame.options
         nodes = [self.graph.find(o.text) for o in options]
         cores = [normalize_name(o.text) for o in options]
-        option_tokens = {t for o in options for t in tokenize(stem_text(o.text))}
+        option_tokens = {t for o in options for t in self.search.tokenize(stem_text(o.text))}
         terms = [
             normalize_name(t)
             for t in self._question_terms(frame, [o.text for o in options])
@@ -879,7 +878,7 @@ class EvidenceComposer:
         if not items:
             return []
         weights = self.search.query_weights(frame.text, [])
-        excluded = {t for name in exclude for t in tokenize(stem_text(name))}
+        excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
         weights = {t: w for t, w in weights.items() if t not in excluded}
         hint = _answer_hint(frame.text)
         asked = asked_relations(frame.text)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 import re
 
-from ingest.lexical import LexicalIndex, tokenize
+from ingest.lexical import LexicalIndex
 from ingest.units import stem_text, unit_index_text
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
@@ -112,10 +112,11 @@ class UnitSearch:
                 if chunk.start <= unit.start < chunk.end:
                     self._chunk_of[unit.id] = chunk.id
                     break
+        self.tokenize = lexical.tokenizer.tokenize
         texts: dict[str, list[str]] = {}
         for unit in self.units:
             texts.setdefault(unit.doc, []).append(unit_index_text(unit))
-        self.doc_lexical = LexicalIndex()
+        self.doc_lexical = LexicalIndex(lexical.tokenizer)
         self.doc_lexical.build(sorted(texts), [" ".join(texts[d]) for d in sorted(texts)])
         self.by_subject: dict[str, list[EvidenceUnit]] = {}
         self.by_mention: dict[str, list[EvidenceUnit]] = {}
@@ -126,7 +127,7 @@ class UnitSearch:
                 self.by_mention.setdefault(eid, []).append(unit)
         # an entity's profile: everything its own units say, searched like one document
         profiled = sorted(e for e, us in self.by_subject.items() if len(us) >= 2)
-        self.profiles = LexicalIndex()
+        self.profiles = LexicalIndex(lexical.tokenizer)
         self.profiles.build(
             profiled, [" ".join(unit_index_text(u) for u in self.by_subject[e][:400]) for e in profiled]
         )
@@ -138,7 +139,7 @@ class UnitSearch:
         weights: dict[str, float] = {}
 
         def add(text: str, weight: float) -> None:
-            for token in tokenize(stem_text(text)):
+            for token in self.tokenize(stem_text(text)):
                 if token in STOPWORDS or len(token) < 2 and token.isascii():
                     continue
                 weights[token] = max(weights.get(token, 0.0), weight)
