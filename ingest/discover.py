@@ -27,12 +27,12 @@ from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
 
 __all__ = [
+    "README_WORDS",
     "Discovered",
     "DocumentSubject",
-    "README_WORDS",
     "common_word",
-    "document_subject",
     "discover_names",
+    "document_subject",
     "looks_like_entity",
     "type_from_description",
 ]
@@ -42,27 +42,30 @@ README_WORDS = frozenset(
     """
     about acknowledgement acknowledgements advanced api apis app architecture backend backends
     benchmark benchmarks blog build building changelog changes citation cite citing community
-    compatibility complete configuration contact contents contributing contribution contributors
-    core default deploy deployment description design details developer developers development
-    docs documentation download downloads ecosystem example examples export faq feature features
-    further getting guide guides hardware help highlights home how index inference install
-    installation integration integrations introduction issues key latest learn license licence
-    links main model models more new news note notes overview performance platform platforms
-    prerequisites project projects quick quickstart reference references related release releases
-    requirements resources roadmap run running sample samples search security setup software
-    source sponsors start started status support supported system table team testing tests
-    toc tools training troubleshooting tutorial tutorials update updates usage use using version
-    versions what why with your the a an and or of for to in on by from our we you it this
-    that these those is are be can ai ml llm llms gpu gpus cpu cpus ui cli sdk os
-    agents agent fast lean classic general simple easy full default
-    """.split()
+    compatibility complete configuration contact contents contributing contribution
+    contributors core default deploy deployment description design details developer
+    developers development docs documentation download downloads ecosystem example examples
+    export faq feature features further getting guide guides hardware help highlights home how
+    index inference install installation integration integrations introduction issues key
+    latest learn license licence links main model models more new news note notes overview
+    performance platform platforms prerequisites project projects quick quickstart reference
+    references related release releases requirements resources roadmap run running sample
+    samples search security setup software source sponsors start started status support
+    supported system table team testing tests toc tools training troubleshooting tutorial
+    tutorials update updates usage use using version versions what why with your the a an and
+    or of for to in on by from our we you it this that these those is are be can ai ml llm
+    llms gpu gpus cpu cpus ui cli sdk os agents agent fast lean classic general simple easy
+    full default
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _FUNCTION_START = re.compile(
     r"^(?:the|a|an|we|our|you|your|it|its|this|that|these|those|they|their|he|she|i|my|me|us|"
     r"how|what|why|when|where|which|who|if|then|so|but|and|or|also|just|only|please|note|"
     r"here|there|all|any|some|each|every|no|not|more|most|many|much|such|very|see|check|"
     r"click|use|using|run|install|get|try|read|learn|join|follow|make|let|lets|new|as|for|to|"
-    r"in|on|at|by|with|from|adding|deploying|building|citing|getting|running|installing)\b",
+    r"in|on|at|by|with|from|adding|deploying|building|citing|getting|running|installing|"
+    r"choosing|training|them|him|her|yours|ours|theirs|mine|itself|themselves|someone|"
+    r"something|everything|nothing)\b",
     re.I,
 )
 _MONTHS = (
@@ -82,7 +85,15 @@ _MARKUP = re.compile(
     r"[\[\]{}<>*`|\\]|(?<![A-Za-z])#|https?:|www\.|\.(?:md|png|svg|jpg|gif|html|py|txt|json|ya?ml)\b|^[+\-=~:]",
     re.I,
 )
-_CONJUNCTION = re.compile(r"\s(?:and|or|with|without|for|of|vs\.?|&)\s|[和与及或]", re.I)
+_CONJUNCTION = re.compile(
+    r"\s(?:and|or|with|without|for|of|vs\.?|&)\s|\s(?:a|an|the|from|to|into|by|in|on|your|our)\s|"
+    r"[和与及或]|/",
+)
+_PLACEHOLDER = re.compile(
+    r"^(?=[A-Z0-9_]*[A-Z]{3})[A-Z0-9]+(?:_[A-Z0-9]+)+$|(?i:^(?:xxx+|todo|fixme|tbd|foo|bar|baz|"
+    r"example|placeholder|your[\w-]*)$)|^v\d{1,2}$|(?i:^\d+[-\s]?(?:bits?|bpw|b|x|k|m|gb|mb)$)|"
+    r"^[a-z]\.[a-z]\.?$",
+)
 _SENTENCE_PUNCT = re.compile(r"[,;!?，。；！？、]|[.:](?=\s)|\s[-–—]\s")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_TOKEN = re.compile(r"[A-Za-z][\w.+\-]*")
@@ -116,7 +127,12 @@ _NEWS_SECTION = re.compile(
 
 _TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
     (re.compile(r"\bformat\b|格式", re.I), NodeType.FORMAT),
-    (re.compile(r"训练引擎|训练框架|训练平台|微调框架|微调工具|training (?:engine|framework)", re.I), NodeType.FRAMEWORK),
+    (
+        re.compile(
+            r"训练引擎|训练框架|训练平台|微调框架|微调工具|training (?:engine|framework)", re.I
+        ),
+        NodeType.FRAMEWORK,
+    ),
     (
         re.compile(
             r"inference (?:engine|server|library|framework|runtime)|serving|model server|"
@@ -127,7 +143,9 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
     ),
     (re.compile(r"\bframeworks?\b|框架", re.I), NodeType.FRAMEWORK),
     (
-        re.compile(r"\blibrar(?:y|ies)\b|\bpackage\b|\bsdk\b|\bextension\b|\bwrappers?\b|库|工具包", re.I),
+        re.compile(
+            r"\blibrar(?:y|ies)\b|\bpackage\b|\bsdk\b|\bextension\b|\bwrappers?\b|库|工具包", re.I
+        ),
         NodeType.LIBRARY,
     ),
     (
@@ -143,17 +161,25 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
         NodeType.HARDWARE,
     ),
     (
-        re.compile(r"\btechniques?\b|\bmethods?\b|\balgorithms?\b|\boptimizers?\b|算法|方法|技术", re.I),
+        re.compile(
+            r"\btechniques?\b|\bmethods?\b|\balgorithms?\b|\boptimizers?\b|算法|方法|技术", re.I
+        ),
         NodeType.TECHNIQUE,
     ),
     (re.compile(r"\bmodels?\b|\bllms?\b|模型", re.I), NodeType.MODEL),
 ]
 _NAME_HEAD: list[tuple[re.Pattern[str], NodeType]] = [
     (re.compile(r"(?:Framework|框架)$", re.I), NodeType.FRAMEWORK),
-    (re.compile(r"(?:Server|Runtime|Engine|Serving|Provider|Inference)$", re.I), NodeType.INFERENCE_ENGINE),
+    (
+        re.compile(r"(?:Server|Runtime|Engine|Serving|Provider|Inference)$", re.I),
+        NodeType.INFERENCE_ENGINE,
+    ),
     (re.compile(r"(?:Library|Lib|SDK|\.js|\.cpp|\.py)$", re.I), NodeType.LIBRARY),
     (re.compile(r"(?:Toolkit|Studio|App|CLI|Desktop|Hub|Cloud)$", re.I), NodeType.TOOL),
-    (re.compile(r"^(?:RTX|GTX|Jetson|Tesla|Radeon|Instinct|Gaudi|Xeon|Core|Arc)\b", re.I), NodeType.HARDWARE),
+    (
+        re.compile(r"^(?:RTX|GTX|Jetson|Tesla|Radeon|Instinct|Gaudi|Xeon|Core|Arc)\b", re.I),
+        NodeType.HARDWARE,
+    ),
     (re.compile(r"^[ABHL]\d{2,3}$|^MI\d{3}|^B\d{3}$"), NodeType.HARDWARE),
 ]
 
@@ -174,6 +200,8 @@ def looks_like_entity(name: str) -> bool:
     if not re.search(r"[A-Za-z\u4e00-\u9fff]", name) or re.search(r"[^\w\s.+\-'&/()（）·]", name):
         return False
     if _SENTENCE_PUNCT.search(name) or _FUNCTION_START.match(name) or _CONJUNCTION.search(name):
+        return False
+    if _PLACEHOLDER.match(name):
         return False
     words = name.split()
     if _CJK.search(name):
@@ -253,15 +281,6 @@ def file_stem(doc_id: str) -> str:
     return stem
 
 
-def _surface_counts(units: Iterable[EvidenceUnit]) -> Counter[str]:
-    """How often each ASCII token (normalised) occurs in a document's readable units."""
-    text = " ".join(u.text for u in units if u.kind != UnitKind.CODE)
-    counts: Counter[str] = Counter()
-    for token in re.findall(r"[A-Za-z][A-Za-z0-9.\-]*[A-Za-z0-9]|[A-Za-z]", text):
-        counts[normalize_name(token)] += 1
-    return counts
-
-
 def _phrase_count(name: str, units: Iterable[EvidenceUnit]) -> int:
     """Occurrences of a name (any case, spacing-tolerant) in a document's readable units."""
     pattern = re.compile(surface_pattern(name), re.I)
@@ -288,7 +307,6 @@ def document_subject(
 ) -> DocumentSubject | None:
     """The project a document is about, or None (an essay that compares several things)."""
     stem = normalize_name(file_stem(doc.id))
-    counts = _surface_counts(units)
     scores: dict[str, float] = defaultdict(float)
     found: dict[str, tuple[str, EvidenceUnit, NodeType | None]] = {}
     aliases: dict[str, set[str]] = {}
@@ -316,7 +334,9 @@ def document_subject(
             if known or (looks_like_entity(name) and not _CJK.search(name)):
                 rest = unit.text[m.end() :]
                 is_a = _IS_A.match(m.group("verb")) is not None
-                consider(name, unit, 3.0 if is_a else 2.0, type_from_description(rest) if is_a else None)
+                consider(
+                    name, unit, 3.0 if is_a else 2.0, type_from_description(rest) if is_a else None
+                )
                 if m.group("alias"):
                     aliases.setdefault(normalize_name(name), set()).add(m.group("alias").strip())
         for pair in _ALIAS_PAIR.finditer(unit.text):
@@ -324,7 +344,7 @@ def document_subject(
             aliases.setdefault(normalize_name(a), set()).add(b)
             aliases.setdefault(normalize_name(b), set()).add(a)
     if stem:
-        for key in list(found) + [stem]:
+        for key in [*found, stem]:
             names = {key} | {normalize_name(a) for a in aliases.get(key, set())}
             entry = lexicon.lookup(key)
             if entry is not None:
@@ -342,9 +362,16 @@ def document_subject(
         scores[key] += math.log1p(_phrase_count(name, units))
     if not scores:
         return None
-    key, score = max(scores.items(), key=lambda kv: (kv[1], kv[0]))
+    ranking = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    key, score = ranking[0]
     if score < 4.0 or key not in found:
         return None
+    if (
+        not _named_by_file(key, stem, aliases, lexicon)
+        and len(ranking) > 1
+        and ranking[1][1] >= 0.8 * score
+    ):
+        return None  # an essay about several things: none of them is the document's subject
     name, unit, node_type = found[key]
     entry = lexicon.lookup(name)
     if entry is not None:
@@ -356,8 +383,22 @@ def document_subject(
     return DocumentSubject(name, alias_set, resolved, unit)
 
 
+def _named_by_file(key: str, stem: str, aliases: dict[str, set[str]], lexicon: Lexicon) -> bool:
+    """Whether the file's name points at this candidate (its name, an alias or a lexicon name)."""
+    if not stem:
+        return False
+    names = {key} | {normalize_name(a) for a in aliases.get(key, set())}
+    entry = lexicon.lookup(key)
+    if entry is not None:
+        names |= {normalize_name(s) for s in entry.surfaces}
+    return stem in names or any(len(n) >= 4 and (n in stem or stem in n) for n in names)
+
+
 def _spelled(key: str, units: list[EvidenceUnit]) -> str | None:
-    """The most common spelling in the text of a normalised name (`llamafactory` -> `LlamaFactory`)."""
+    """The most common spelling in the text of a normalised name.
+
+    `llamafactory` -> `LlamaFactory`
+    """
     spellings: Counter[str] = Counter()
     for unit in units:
         if unit.kind == UnitKind.CODE:
@@ -371,7 +412,9 @@ def _spelled(key: str, units: list[EvidenceUnit]) -> str | None:
 def _defined_type(name: str, units: list[EvidenceUnit]) -> NodeType | None:
     for unit in units:
         if unit.text.startswith(name):
-            m = re.match(r"\s*(?:[（(][^）)]*[）)])?\s*(?:is|are|是|为)\s*(.*)", unit.text[len(name) :])
+            m = re.match(
+                r"\s*(?:[（(][^）)]*[）)])?\s*(?:is|are|是|为)\s*(.*)", unit.text[len(name) :]
+            )
             if m and (found := type_from_description(m.group(1))) is not None:
                 return found
     return None
@@ -395,7 +438,9 @@ def _best_casing(name: str, units: list[EvidenceUnit]) -> str:
 
 
 def _in_news(unit: EvidenceUnit) -> bool:
-    return bool(_NEWS.match(unit.text)) or any(_NEWS_SECTION.search(h) for h in unit.heading_path[-2:])
+    return bool(_NEWS.match(unit.text)) or any(
+        _NEWS_SECTION.search(h) for h in unit.heading_path[-2:]
+    )
 
 
 def discover_names(
@@ -433,7 +478,8 @@ def discover_names(
         if unit.kind == UnitKind.CODE or _in_news(unit):
             continue
         for pair in _ACRONYM_PAIR.finditer(unit.text):
-            long, short = pair.group("long"), pair.group("short")
+            long = re.sub(r"^(?:The|A|An)\s+", "", pair.group("long"))
+            short = pair.group("short")
             typed = type_from_name(long)
             shaped = typed is not None or name_ok(long)
             if _abbreviates(short, long) and shaped and looks_like_entity(long):
@@ -468,12 +514,19 @@ def discover_names(
 def _abbreviates(short: str, long: str) -> bool:
     """Whether `short` abbreviates `long`: its letters are, in order, initials or capitals of it.
 
-    >>> _abbreviates("OVMS", "OpenVINO Model Server"), _abbreviates("NNCF", "Neural Network Compression Framework")
-    (True, True)
+    >>> _abbreviates("OVMS", "OpenVINO Model Server")
+    True
+    >>> _abbreviates("NNCF", "Neural Network Compression Framework")
+    True
     >>> _abbreviates("EOL", "Model Server")
     False
     """
-    letters = [c for w in re.split(r"[\s\-]+", long) if w for c in (w[0] + "".join(x for x in w[1:] if x.isupper()))]
+    letters = [
+        c
+        for w in re.split(r"[\s\-]+", long)
+        if w
+        for c in (w[0] + "".join(x for x in w[1:] if x.isupper()))
+    ]
     wanted = [c for c in short.upper() if c.isalpha()]
     if not wanted or not letters or wanted[0] != letters[0].upper():
         return False
@@ -501,7 +554,9 @@ def _first_column_names(
         if len(firsts) >= 2 and len(named) >= 0.6 * len(firsts):
             for row in rows:
                 if row.cells[0] in named and len(row.cells[0].split()) <= 4:
-                    found.append(Discovered(row.cells[0], row, [], type_from_name(row.cells[0]), "row"))
+                    found.append(
+                        Discovered(row.cells[0], row, [], type_from_name(row.cells[0]), "row")
+                    )
 
 
 _ENGLISH_SUFFIX = re.compile(

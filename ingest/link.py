@@ -12,24 +12,29 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    (a heading that names something), else the document's subject.
 3. **Claims**: the unit's subject relates to every other entity the unit names, typed by the
    named thing and the words around it (`claim_relation`); the unit is the edge's evidence.
+4. **Advice**: a unit shaped "For <situation>: use <thing>" / "<情形>：用 <thing>" recommends
+   the thing for that situation (`advice`): a Scenario or Persona node, or the hardware or
+   platform the situation names.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingest.discover import (
     Discovered,
-    common_word,
     DocumentSubject,
+    common_word,
     discover_names,
     document_subject,
     looks_like_entity,
     type_from_name,
 )
+from ingest.resolve import is_person
 from kg.documents import Document, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon, Mention, surface_pattern
 from kg.schema import (
@@ -44,7 +49,29 @@ from kg.schema import (
     normalize_name,
 )
 
-__all__ = ["CorpusLinks", "NameMatcher", "claim_relation", "flex_pattern", "link_corpus"]
+__all__ = ["CorpusLinks", "NameMatcher", "advice", "claim_relation", "flex_pattern", "link_corpus"]
+
+_RECOMMEND_VERB = (
+    r"(?:(?:we\s+)?(?:recommend|suggest)(?:ed)?(?:\s+using)?|use|try|choose|pick|go\s+with|prefer|"
+    r"推荐(?:使用)?|建议(?:使用|用)?|首选|选择?|使用|用|考虑)"
+)
+#: "For edge devices: use X", "If you need 8-bit inference, try X", "边缘设备：用 X"
+_ADVICE = (
+    re.compile(
+        r"^\s*(?:for|if\s+you(?:\s+(?:need|want|have))?|when(?:\s+you\s+(?:need|want))?)\s+"
+        r"(?P<situation>[^:,.;!?]{2,60}?)\s*[:,]\s*" + _RECOMMEND_VERB + r"\s+",
+        re.I,
+    ),
+    re.compile(
+        r"^\s*(?:对于|如果|若)?(?P<situation>[^：:，,。；;！？]{2,24}?)\s*[：:]\s*"
+        + _RECOMMEND_VERB
+        + r"\s*"
+    ),
+)
+#: what a situation may name: it is a condition, not a product
+_SITUATIONAL = frozenset(
+    {NodeType.HARDWARE, NodeType.PLATFORM, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
+)
 
 _PREDICATE = re.compile(
     r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:'s\b|is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|"
@@ -69,10 +96,13 @@ _SUBJECT_PREFIXES = frozenset(
         NodeType.CONCEPT,
     )
 )
-_HEADING_LEAD = re.compile(r"^(?:what is|why|using|use|about|introducing|使用|为什么选择|关于)\s*", re.I)
+_HEADING_LEAD = re.compile(
+    r"^(?:what is|why|using|use|about|introducing|使用|为什么选择|关于)\s*", re.I
+)
 _NEGATION = re.compile(
-    r"not (?:yet )?supported|unsupported|no support|does(?:n't| not) support|doesn't work|"
-    r"cannot|can't|not available|isn't available|❌|不支持|暂不支持|无法|不能",
+    r"not (?:yet )?supported|unsupported|no support|"
+    r"(?:does|do|did)(?:n't| not) (?:support|work|run)|"
+    r"won't|cannot|can't|not available|isn't available|❌|不支持|暂不支持|无法|不能",
     re.I,
 )
 _REQUIRE = re.compile(
@@ -89,6 +119,7 @@ _EXPORT = re.compile(r"export|convert|导出|转换", re.I)
 _LICENSE = re.compile(r"licen[cs]e|许可|协议", re.I)
 _WRITTEN = re.compile(r"written in|implemented in|built (?:in|with)|for \w+$|编写|实现", re.I)
 
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _BY_TARGET: dict[NodeType, RelationType] = {
     NodeType.HARDWARE: RelationType.RUNS_ON,
     NodeType.PLATFORM: RelationType.RUNS_ON,
@@ -121,14 +152,27 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     <RelationType.ALTERNATIVE_TO: 'ALTERNATIVE_TO'>
     """
     clause_start = max(
-        (m.end() for m in re.finditer(r"[.;。；]\s|[,，]\s*(?:but|however|但|不过)", text[:at])),
+        (m.start() for m in re.finditer(r"[.;。；]\s|[,，]\s*(?:but|however|但|不过)", text[:at])),
         default=0,
     )
-    before = text[clause_start:at]
-    after = text[end : end + 30]
-    if _NEGATION.search(before[-60:]) or re.match(r"\s*(?:is|are)?\s*(?:not|❌|不)", after):
+    before = text[clause_start:at].lstrip(".;。；,， ")
+    # what follows the name in its clause, through a list of names ("Linux and Windows are not")
+    after = re.split(r"[.;。；,，](?:\s|$)", text[end : end + 80], maxsplit=1)[0]
+    after_verb = re.sub(r"^(?:\s*(?:,|and|or|和|与|、)\s*[\w.+\-]+)*", "", after)
+    if (
+        _NEGATION.search(before[-60:])
+        or re.search(r"\bbut not\b|\bnot (?:on|for|with|in)\s*$|(?:不|无法)\S{0,4}$", before[-20:])
+        or re.match(r"\s*(?:is|are|was|were)?\s*(?:not\b|n't\b|unsupported|❌|不|暂不)", after_verb)
+        or re.match(r"\s*(?:isn't|aren't|is not|are not)\b", after)
+    ):
         return RelationType.NOT_SUPPORTED
-    if target == NodeType.LICENSE or (target != NodeType.ORGANIZATION and _LICENSE.search(before[-40:])):
+    if re.match(
+        r"[\s\d.+]*(?:or (?:later|newer|above|higher)\s+)?(?:is|are)\s+(?:required|needed)", after
+    ):
+        return RelationType.REQUIRES
+    if target == NodeType.LICENSE or (
+        target != NodeType.ORGANIZATION and _LICENSE.search(before[-40:])
+    ):
         return RelationType.LICENSED_UNDER if target == NodeType.LICENSE else RelationType.MENTIONS
     if _ALTERNATIVE.search(before[-50:]) and target in SOLUTION_TYPES:
         return RelationType.ALTERNATIVE_TO
@@ -137,6 +181,35 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     if _REQUIRE.search(before[-50:]):
         return RelationType.REQUIRES
     return _BY_TARGET.get(target, RelationType.MENTIONS)
+
+
+def advice(
+    text: str, mentions: list[Mention], types: dict[str, NodeType]
+) -> tuple[str, str] | None:
+    """(situation, recommended entity id) when `text` is shaped as advice.
+
+    The recommended thing is the first product named right after the verb; the situation may
+    name only conditions (hardware, platforms, people, scenarios).
+
+    >>> found = [Mention(start=22, end=30, surface="FooServe", key="fooserve")]
+    >>> advice("For edge devices: use FooServe", found, {"fooserve": NodeType.INFERENCE_ENGINE})
+    ('edge devices', 'fooserve')
+    """
+    for pattern in _ADVICE:
+        match = pattern.match(text)
+        if match is None:
+            continue
+        situation_end = match.end("situation")
+        for mention in mentions:
+            kind = types.get(mention.key)
+            if mention.start < situation_end and kind not in _SITUATIONAL:
+                return None
+            if mention.start >= match.end() and mention.start - match.end() <= 2:
+                if kind in SOLUTION_TYPES and kind not in (NodeType.HARDWARE, NodeType.CONCEPT):
+                    return match.group("situation").strip(), mention.key
+                return None
+        return None
+    return None
 
 
 def flex_pattern(surface: str) -> str:
@@ -197,21 +270,25 @@ class NameMatcher:
                 self._keys.setdefault("=" + surface, key)
                 exact_parts.append(surface_pattern(surface))
             else:
-                folded_parts.append(flex_pattern(surface).lower().replace(r"[\s\-_]?", r"[\s\-_]?"))
+                folded_parts.append(flex_pattern(surface).translate(_ASCII_LOWER))
         self._folded = re.compile("|".join(folded_parts) or "(?!)")
         self._exact = re.compile("|".join(exact_parts) or "(?!)")
 
     def find(self, text: str) -> list[Mention]:
         """Non-overlapping mentions, longest first where two overlap."""
         found: list[Mention] = []
-        for match in self._folded.finditer(text.lower()):
+        for match in self._folded.finditer(text.translate(_ASCII_LOWER)):
             key = self._resolve(text[match.start() : match.end()], exact=False)
             if key is not None:
-                found.append(Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key))
+                found.append(
+                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
+                )
         for match in self._exact.finditer(text):
             key = self._resolve(match.group(0), exact=True)
             if key is not None:
-                found.append(Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key))
+                found.append(
+                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
+                )
         found.sort(key=lambda m: (m.start, -(m.end - m.start)))
         kept: list[Mention] = []
         for mention in found:
@@ -256,7 +333,10 @@ class _Registry:
         for eid, entity in self.entities.items():
             if eid in keep or self.lexicon.lookup(entity.name) is not None:
                 continue
-            best = max(self.spellings.get(eid, Counter({entity.name: 1})).items(), key=lambda kv: (kv[1], kv[0]))[0]
+            best = max(
+                self.spellings.get(eid, Counter({entity.name: 1})).items(),
+                key=lambda kv: (kv[1], kv[0]),
+            )[0]
             if best != entity.name:
                 entity.aliases = [a for a in entity.aliases if a != best] + [entity.name]
                 entity.name = best
@@ -282,7 +362,9 @@ class _Registry:
                     self.by_name.setdefault(normalize_name(alias), known)
             if entity.type == NodeType.CONCEPT and node_type not in (None, NodeType.CONCEPT):
                 entity.type = node_type  # retyped below when ids are fixed
-            if len(entity.evidence) < 3 and all(e.start != ev.start or e.doc != ev.doc for e in entity.evidence):
+            if len(entity.evidence) < 3 and all(
+                e.start != ev.start or e.doc != ev.doc for e in entity.evidence
+            ):
                 entity.evidence.append(ev)
             return known
         node_type = node_type or NodeType.CONCEPT
@@ -306,7 +388,11 @@ def _unversioned(name: str) -> str:
     >>> _unversioned("Keras 3"), _unversioned("XTuner V1"), _unversioned("RTX 4090")
     ('Keras', 'XTuner', 'RTX 4090')
     """
-    return re.sub(r"(?<=[A-Za-z])\s+[vV]?\d(?:\.\d+)*$", "", name) if not re.search(r"\d{3,}$", name) else name
+    return (
+        re.sub(r"(?<=[A-Za-z])\s+[vV]?\d(?:\.\d+)*$", "", name)
+        if not re.search(r"\d{3,}$", name)
+        else name
+    )
 
 
 def _evidence(doc: Document, unit: EvidenceUnit) -> Evidence:
@@ -360,15 +446,21 @@ def link_corpus(
                 token_counts[normalize_name(item.name)] += 1
     for doc, item in found:
         typed = item.type or _pattern_type(item.name, lexicon)
-        if item.how == "token" and typed is None and lexicon.lookup(item.name) is None:
-            if token_counts[normalize_name(item.name)] < 3:
-                continue
+        if (
+            item.how == "token"
+            and typed is None
+            and lexicon.lookup(item.name) is None
+            and token_counts[normalize_name(item.name)] < 3
+        ):
+            continue
         registry.add(item.name, typed, item.aliases, _evidence(doc, item.unit))
     registry.settle_names(set(subjects.values()))
     editions = _editions(registry.entities, set(subjects.values()), lexicon)
     ids = _final_ids(registry)
     subjects = {doc: ids[eid] for doc, eid in subjects.items()}
-    entities = {ids[eid]: e.model_copy(update={"id": ids[eid]}) for eid, e in registry.entities.items()}
+    entities = {
+        ids[eid]: e.model_copy(update={"id": ids[eid]}) for eid, e in registry.entities.items()
+    }
     matcher = NameMatcher(_surfaces(entities.values(), lexicon, plain))
     for entry in lexicon.entries.values():
         if entry.id not in entities:
@@ -387,10 +479,21 @@ def link_corpus(
             previous = about if unit.kind == UnitKind.SENTENCE else previous
             named = list(dict.fromkeys(m.key for m in mentions))
             linked.append(unit.model_copy(update={"subject": about, "mentions": named}))
+            ev = _evidence(texts[doc.id], unit)
+            advised = advice(unit.text, mentions, {k: e.type for k, e in entities.items()})
+            if advised is not None:
+                situation = _situation(advised[0], ev, lexicon, entities)
+                relations.append(
+                    Relation(
+                        source=situation,
+                        relation=RelationType.RECOMMENDED_FOR,
+                        target=advised[1],
+                        evidence=[ev],
+                    )
+                )
             if about is None:
                 continue
             used.add(about)
-            ev = _evidence(texts[doc.id], unit)
             for mention in mentions:
                 if mention.key == about or mention.key not in entities:
                     continue
@@ -415,6 +518,20 @@ def link_corpus(
     kept = sorted((entities[e] for e in used if e in entities), key=lambda e: e.id)
     extraction = Extraction(doc="(corpus)", doc_hash="", entities=kept, relations=relations)
     return CorpusLinks(extraction=extraction, units=linked, subjects=subjects)
+
+
+def _situation(name: str, ev: Evidence, lexicon: Lexicon, entities: dict[str, Entity]) -> str:
+    """The node a situation names: the lexicon's hardware or platform ("on Windows"), else a
+    Persona ("beginners") or Scenario node of its own."""
+    bare = re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name, flags=re.I)
+    entry = lexicon.lookup(name) or lexicon.lookup(bare)
+    if entry is not None:
+        entities.setdefault(entry.id, Entity(id=entry.id, type=entry.type, name=entry.name))
+        return entry.id
+    node_type = NodeType.PERSONA if is_person(name) else NodeType.SCENARIO
+    eid = entity_id(node_type, name)
+    entities.setdefault(eid, Entity(id=eid, type=node_type, name=name, evidence=[ev]))
+    return eid
 
 
 def _pattern_type(name: str, lexicon: Lexicon) -> NodeType | None:
@@ -504,7 +621,9 @@ def _unit_subject(
             return lead[0].key
     if mentions and mentions[0].start <= 1:
         first = mentions[0]
-        if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or _PREDICATE.match(unit.text[first.end :]):
+        if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or _PREDICATE.match(
+            unit.text[first.end :]
+        ):
             return first.key
     if unit.context:
         context = matcher.find(unit.context)
@@ -532,4 +651,3 @@ def _heading_subject(title: str, matcher: NameMatcher) -> str | None:
 def unit_evidence_index(units: Iterable[EvidenceUnit]) -> dict[tuple[str, int, int], EvidenceUnit]:
     """Units by (document, start, end): the unit an edge's evidence is."""
     return {(u.doc, u.start, u.end): u for u in units}
-

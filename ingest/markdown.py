@@ -32,10 +32,12 @@ _ITEM = re.compile(r"^([ \t]*)([-*+•]|\d{1,9}[.)])([ \t]+(?:\[[ xX]\][ \t]+)?)
 _QUOTE = re.compile(r"^[ \t]{0,3}>")
 _HTML_OPEN = re.compile(r"^[ \t]*<(/?)([A-Za-z][A-Za-z0-9]*)\b")
 _HTML_BLOCK_TAGS = frozenset(
-    "address article aside blockquote body center details dialog dd div dl dt figcaption figure "
-    "footer form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p picture pre section source "
-    "summary table tbody td tfoot th thead tr ul img a br sub sup span b strong em i kbd video "
-    "iframe".split()
+    """
+    address article aside blockquote body center details dialog dd div dl dt figcaption figure
+    footer form h1 h2 h3 h4 h5 h6 header hr html li main nav ol p picture pre section source
+    summary table tbody td tfoot th thead tr ul img a br sub sup span b strong em i kbd video
+    iframe
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _HTML_HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.I | re.S)
 _HTML_TABLE = re.compile(r"<table\b.*?(?:</table\s*>|\Z)", re.I | re.S)
@@ -61,8 +63,10 @@ def is_markdown(doc: Document) -> bool:
     # headings at two levels (a "# comment" in pasted code is no heading)
     text = doc.text
     levels = {len(m.group(1)) for m in re.finditer(r"(?m)^(#{1,6}) \S", text)}
-    return bool(re.search(r"(?m)^```", text)) or len(re.findall(r"\]\(https?://", text)) >= 3 or (
-        len(levels) >= 2
+    return (
+        bool(re.search(r"(?m)^```", text))
+        or len(re.findall(r"\]\(https?://", text)) >= 3
+        or (len(levels) >= 2)
     )
 
 
@@ -157,7 +161,9 @@ class _Parser:
         if (m := _ATX.match(t)) is not None:
             title = m.group(2) or ""
             offset = t.find(title) if title else len(t)
-            self.heading(len(m.group(1)), ln.start + offset, ln.start + offset + len(title), ln.start, ln.end)
+            self.heading(
+                len(m.group(1)), ln.start + offset, ln.start + offset + len(title), ln.start, ln.end
+            )
             return k + 1
         if _RULE.match(t):
             return k + 1
@@ -290,8 +296,10 @@ class _Parser:
     def table_start(self, k: int) -> bool:
         if k + 1 >= len(self.lines):
             return False
-        return "|" in self.lines[k].text and bool(_TABLE_SEP.match(self.lines[k + 1].text)) and (
-            "|" in self.lines[k + 1].text or "-" in self.lines[k + 1].text
+        return (
+            "|" in self.lines[k].text
+            and bool(_TABLE_SEP.match(self.lines[k + 1].text))
+            and ("|" in self.lines[k + 1].text or "-" in self.lines[k + 1].text)
         )
 
     def table(self, k: int) -> int:

@@ -24,7 +24,7 @@ _TOKEN = re.compile(
     r"(?P<comment><!--.*?(?:-->|\Z))"
     r"|(?P<quote>^[ \t]*(?:>[ \t]?)+)"
     r"|(?P<alert>\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\])"
-    r"|(?P<shortcode>(?<![\w:]):[a-z][a-z0-9_+\-]{1,30}:(?![\w:]))"
+    r"|(?P<shortcode>(?<![\w:]):(?=[a-z0-9_+\-]*[a-z+\-])[a-z0-9+\-][a-z0-9_+\-]{1,30}:(?![\w:]))"
     r"|(?P<image>!\[[^\]\n]{0,500}\]\([^)\n]{0,1000}\))"
     r"|(?P<refimage>!\[[^\]\n]{0,500}\]\[[^\]\n]{0,200}\])"
     r"|(?P<link>\[(?P<ltext>[^\[\]\n]{0,500}(?:\[[^\[\]\n]{0,200}\][^\[\]\n]{0,500})*)\]"
@@ -38,12 +38,16 @@ _TOKEN = re.compile(
     r"|(?P<anchor>\{#[\w\-.:]{1,100}\})"
     r"|(?P<entity>&(?:[A-Za-z]{2,10}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});)"
     r"|(?P<escape>\\[\\`*_{}\[\]()#+\-.!|~<>])"
+    r"|(?P<codespan>(?P<ticks>`+)(?P<ctext>.+?)(?P=ticks))"
     r"|(?P<code>`+)"
-    r"|(?P<emph>\*{1,3}|_{2,3}|~~|(?<![A-Za-z0-9])_(?=\S)|(?<=\S)_(?![A-Za-z0-9]))",
+    r"|(?P<emph>\*{1,3}(?=\S)|(?<=\S)\*{1,3}|_{2,3}|~~|(?<![A-Za-z0-9])_(?=\S)|(?<=\S)_(?![A-Za-z0-9]))",
     re.DOTALL | re.MULTILINE,
 )
+_LINK_TAIL = re.compile(
+    r"\]\([^()\s]{0,1000}(?:\([^()\s]{0,200}\)[^()\s]{0,500})*(?:\s+\"[^\"\n]{0,200}\")?\)|\]\[[^\]\n]{0,200}\]"
+)
 _DROP_CATEGORIES = {"So", "Sk", "Cf", "Co", "Cs", "Cn"}
-_KEEP_SYMBOLS = set("★☆✓✔✗✘✅❌±×÷°→←↑↓⇒•·©")
+_KEEP_SYMBOLS = set("★☆✓✔✗✘✅❌±×÷°→←↑↓⇒•·©^`")
 _DROP_SYMBOLS = set("™®\ufe0f\u200d")
 
 
@@ -62,22 +66,56 @@ def _dropped(ch: str) -> bool:
 
 @dataclass(frozen=True)
 class CleanText:
-    """Text without markup, and for each of its characters the offset in the original."""
+    """Text without markup, and for each of its characters the span of the original it came
+    from (`offsets` its start, `ends` its end: an entity `&lt;` is one character of five)."""
 
     text: str
     offsets: tuple[int, ...]
+    ends: tuple[int, ...] = ()
+    source: str = ""
 
     def source_span(self, start: int, end: int) -> tuple[int, int]:
-        """The original span that clean characters `[start, end)` came from.
+        """The original span that clean characters `[start, end)` came from, widened to the
+        markup that wraps its edges (a link's brackets and URL, emphasis, backticks), so that
+        the quote reads back as the same text.
 
         >>> c = clean_inline("see [PyTorch](https://pytorch.org) now")
         >>> c.text, c.source_span(4, 11)
-        ('see PyTorch now', (5, 12))
+        ('see PyTorch now', (4, 34))
         """
         if start >= end or not self.offsets:
             at = self.offsets[start] if start < len(self.offsets) else 0
             return at, at
-        return self.offsets[start], self.offsets[end - 1] + 1
+        a = self.offsets[start]
+        b = self.ends[end - 1] if self.ends else self.offsets[end - 1] + 1
+        src = self.source
+        if not src:
+            return a, b
+        # emphasis, backticks and escapes right around the edges
+        while (
+            a > 0
+            and src[a - 1] in "*_`~\\"
+            and not (src[a - 1] == "_" and a > 1 and src[a - 2].isalnum())
+        ):
+            a -= 1
+        while b < len(src) and src[b] in "*_`~":
+            b += 1
+        # a link's brackets and URL when the span holds its text's first or last character
+        # (a link cut in two stays out: "[GPUs" of "[GPUs 框架](u)" is no quote)
+        if (
+            a > 0
+            and src[a - 1] == "["
+            and (re.search(r"\]\(|\]\[", src[a:b]) or _LINK_TAIL.match(src, b))
+        ):
+            a -= 1
+        tail = _LINK_TAIL.match(src, b)
+        if tail is not None and src.rfind("[", 0, b) >= a:
+            b = tail.end()
+        while b < len(src) and src[b] in "*_`~":
+            b += 1
+        while a > 0 and src[a - 1] in "*_`~":
+            a -= 1
+        return a, b
 
     def __len__(self) -> int:
         return len(self.text)
@@ -86,24 +124,28 @@ class CleanText:
 class _Builder:
     """Accumulates clean characters with their source offsets, collapsing whitespace."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str) -> None:
+        self.source = source
         self.chars: list[str] = []
         self.offsets: list[int] = []
+        self.ends: list[int] = []
 
     def add(self, text: str, start: int) -> None:
         for i, ch in enumerate(text):
             self.char(ch, start + i)
 
-    def char(self, ch: str, at: int) -> None:
+    def char(self, ch: str, at: int, end: int | None = None, *, literal: bool = False) -> None:
         if ch.isspace():
             if self.chars and self.chars[-1] != " ":
                 self.chars.append(" ")
                 self.offsets.append(at)
+                self.ends.append(at + 1)
             return
-        if _dropped(ch):
+        if not literal and _dropped(ch):
             return
         self.chars.append(ch)
         self.offsets.append(at)
+        self.ends.append(at + 1 if end is None else end)
 
     def space(self, at: int) -> None:
         self.char(" ", at)
@@ -112,10 +154,16 @@ class _Builder:
         while self.chars and self.chars[-1] == " ":
             self.chars.pop()
             self.offsets.pop()
+            self.ends.pop()
         lead = 0
         while lead < len(self.chars) and self.chars[lead] == " ":
             lead += 1
-        return CleanText("".join(self.chars[lead:]), tuple(self.offsets[lead:]))
+        return CleanText(
+            "".join(self.chars[lead:]),
+            tuple(self.offsets[lead:]),
+            tuple(self.ends[lead:]),
+            self.source,
+        )
 
 
 def _clean_into(out: _Builder, source: str, start: int, end: int) -> None:
@@ -134,9 +182,14 @@ def _clean_into(out: _Builder, source: str, start: int, end: int) -> None:
         elif kind == "entity":
             decoded = html.unescape(match.group(0))
             for ch in decoded:
-                out.char("\u00a0" if ch == "\u00a0" else ch, match.start())
+                out.char(ch, match.start(), match.end())
         elif kind == "escape":
-            out.char(match.group(0)[1], match.start() + 1)
+            out.char(match.group(0)[1], match.start(), match.end())
+        elif kind == "codespan":
+            # code is literal: `__init__.py` and `**kwargs` keep their underscores and stars
+            text_start = match.start("ctext")
+            for i, ch in enumerate(match.group("ctext")):
+                out.char(ch, text_start + i, literal=True)
         elif kind == "emph" or kind == "code":
             continue
         # comment, quote, alert, shortcode, image, refimage, footnote, autolink, url, anchor:
@@ -157,7 +210,7 @@ def clean_inline(source: str, start: int = 0, end: int | None = None) -> CleanTe
     'use jax.jit and snake_case_names'
     """
     stop = len(source) if end is None else end
-    out = _Builder()
+    out = _Builder(source)
     _clean_into(out, source, start, stop)
     return out.build()
 
@@ -177,7 +230,8 @@ _WORDY = re.compile(r"[A-Za-z]{2,}|[\u4e00-\u9fff]")
 def is_decorative(source: str, start: int, end: int) -> bool:
     """Whether a line holds no words once markup is gone (badges, logos, rules, link bars).
 
-    >>> is_decorative("[![CI](https://b/x.svg)](https://ci) [![PyPI](https://p.svg)](https://p)", 0, 71)
+    >>> badges = "[![CI](https://b/x.svg)](https://ci) [![PyPI](https://p.svg)](https://p)"
+    >>> is_decorative(badges, 0, 71)
     True
     >>> is_decorative("Candle is a framework", 0, 21)
     False

@@ -28,8 +28,8 @@ from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_index_text
-from kg.documents import Block, BlockKind, Document, Snippet
-from kg.errors import KGQAError, StoreError
+from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
+from kg.errors import StoreError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
 from kg.schema import Extraction
@@ -133,8 +133,9 @@ def document_blocks(doc: Document) -> list[Block]:
 
 def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
     blocks = document_blocks(doc)
-    # Markdown is read by the unit linker alone; the plain-text extractor knows the structures
-    # of essays written without markup (decision trees, rankings, `A：B` lists).
+    # Markdown is read by the unit linker alone (`link_corpus`, after all documents): the
+    # plain-text extractor knows the structures of essays written without markup (decision
+    # trees, rankings, `A：B` lists) and reads raw markup as names and situations
     extraction = (
         Extraction(doc=doc.id, doc_hash=doc.hash)
         if is_markdown(doc)
@@ -146,6 +147,24 @@ def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
         chunks=chunk_document(doc, blocks),
         snippets=snippets_from_blocks(doc, blocks),
     )
+
+
+def _corpus_units(
+    records: dict[str, DocRecord], report: IngestReport
+) -> list[tuple[Document, list[EvidenceUnit]]]:
+    """Every document's evidence units for the corpus-wide linking; a document whose units
+    cannot be made is reported and left out of linking (its own extraction stays)."""
+    corpus = []
+    for record in records.values():
+        try:
+            corpus.append(
+                (record.document, document_units(record.document, document_blocks(record.document)))
+            )
+        except Exception as err:
+            report.failed.append(
+                Skipped(path=record.document.id, reason=f"{type(err).__name__}: {err}")
+            )
+    return corpus
 
 
 def _open_previous(root: Path) -> Store | None:
@@ -210,14 +229,16 @@ def ingest_corpus(
                     vectors = previous.doc_vectors(doc.id)
                 else:
                     texts = [chunk_embedding_text(c) for c in record.chunks]
-                    vectors = embedder.embed_passages(texts) if texts else np.zeros((0, embedder.dim))
+                    vectors = (
+                        embedder.embed_passages(texts) if texts else np.zeros((0, embedder.dim))
+                    )
                     report.embedded_chunks += len(texts)
             else:
                 record = _process(doc, lexicon)
                 texts = [chunk_embedding_text(c) for c in record.chunks]
                 vectors = embedder.embed_passages(texts) if texts else np.zeros((0, embedder.dim))
                 report.embedded_chunks += len(texts)
-        except (KGQAError, ValueError, RecursionError) as err:
+        except Exception as err:
             report.failed.append(
                 Skipped(path=str(result.path), reason=f"{type(err).__name__}: {err}")
             )
@@ -237,10 +258,7 @@ def ingest_corpus(
         report.processed.append(doc.id)
     if previous is not None:
         report.removed = sorted(set(previous.manifest.documents) - set(records))
-    linked = link_corpus(
-        [(r.document, document_units(r.document, document_blocks(r.document))) for r in records.values()],
-        lexicon,
-    )
+    linked = link_corpus(_corpus_units(records, report), lexicon)
     extractions = [r.extraction for r in records.values()] + [linked.extraction]
     graph, dropped = merge_extractions(extractions, lexicon)
     report.dropped_relations = dropped

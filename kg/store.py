@@ -208,7 +208,9 @@ class Store:
         try:
             return [EvidenceUnit.model_validate(u) for u in self._json("units.json")]
         except ValidationError as err:
-            raise StoreError(f"{self.dir / 'units.json'} is broken ({err}): rerun kgqa ingest") from err
+            raise StoreError(
+                f"{self.dir / 'units.json'} is broken ({err}): rerun kgqa ingest"
+            ) from err
 
     def doc_record(self, doc_id: str) -> DocRecord:
         """Everything stored for one document."""

@@ -35,7 +35,6 @@ from qa.compose import GraphComposer, find_conflicts
 from qa.draft import render_draft, verify_draft
 from qa.evidence import EvidenceComposer
 from qa.frame import strip_injection
-from qa.units import RankedUnit, UnitSearch
 from qa.render import render_snippets
 from qa.retrieve import Retriever
 from qa.schema import (
@@ -49,6 +48,7 @@ from qa.schema import (
 )
 from qa.snippets.store_check import apply_cached_results
 from qa.understand import QuestionReader
+from qa.units import RankedUnit, UnitSearch
 from qa.verify import CitationVerifier
 
 if TYPE_CHECKING:
@@ -193,14 +193,18 @@ class Assistant:
         text, _injected = strip_injection(question.text)
         linked = [e for e in question.entity_ids if e in self.graph]
         specific = [e for e in linked if self.graph.entity(e).type not in _GENERIC_LINKS]
-        names = [n for e in specific for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]]
+        names = [
+            n for e in specific for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]
+        ]
         embedder = self.retriever._embedder_or_none()
         dense_hits = (
             self.retriever.dense.search_text(text, embedder, 30)
             if embedder is not None and self.retriever.dense is not None
             else []
         )
-        ranked = self.units.search(text, linked=specific, entity_names=names, dense_chunks=dense_hits)
+        ranked = self.units.search(
+            text, linked=specific, entity_names=names, dense_chunks=dense_hits
+        )
 
         def hop(query: str, entity: str, about: set[str]) -> list[RankedUnit]:
             node = self.graph.entity(entity)

@@ -478,7 +478,11 @@ class GraphComposer:
         facts += self.routes(bundle, [node for node, _p in ranked[:2]])
         facts += self.by_situation(bundle, {p.id for _n, ps in ranked for p in ps[:3]})
         facts = [p for p in facts if all(RelationType(e.relation) in _STRUCTURED for e in p.edges)]
-        return ranked, list({p.id: p for p in facts}.values()), self.relevant_conflicts(question, bundle)
+        return (
+            ranked,
+            list({p.id: p for p in facts}.values()),
+            self.relevant_conflicts(question, bundle),
+        )
 
     # -- the answer ---------------------------------------------------------------------------
     def compose(self, question: Question, bundle: EvidenceBundle) -> Answer:

@@ -82,7 +82,9 @@ def _edge_ok(graph: KnowledgeGraph, documents: dict[str, str], edge: PathEdge) -
         text = documents.get(ev.doc)
         if text is None or not quote_in_document(ev, text):
             return False
-        if not any(o.doc == ev.doc and o.start < ev.end and ev.start < o.end for o in relation.evidence):
+        if not any(
+            o.doc == ev.doc and o.start < ev.end and ev.start < o.end for o in relation.evidence
+        ):
             return False
     return True
 

@@ -48,7 +48,9 @@ _SOFTWARE = frozenset(
     {NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL}
 )
 _MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|\d\s?(?:USD|EUR|美元|元)\b|per hour|/hr\b|每小时", re.I)
-_RATE_TEXT = re.compile(r"\d\s*(?:tokens?/s|tok/s|t/s|tokens? per second|it/s)|tokens? per second|每秒", re.I)
+_RATE_TEXT = re.compile(
+    r"\d\s*(?:tokens?/s|tok/s|t/s|tokens? per second|it/s)|tokens? per second|每秒", re.I
+)
 _CAVEAT = re.compile(
     r"\bnot\b|\bno longer\b|\bonly\b|\bexperimental\b|\bbeta\b|\bdeprecated\b|\bunsupported\b|"
     r"\bwarning\b|\blimit|不支持|仅|只|暂不|不再|实验",
@@ -76,7 +78,9 @@ def _second_part(question: str) -> str:
     >>> _second_part("Which library is it, and does llamafile build on the same one?")
     'does llamafile build on the same one?'
     """
-    parts = re.split(r",?\s+and\s+(?=(?:which|what|how|does|do|is|are|can)\b)|[?？]\s*(?=\S)", question)
+    parts = re.split(
+        r",?\s+and\s+(?=(?:which|what|how|does|do|is|are|can)\b)|[?？]\s*(?=\S)", question
+    )
     return parts[-1].strip() if len(parts) > 1 else question
 
 
@@ -176,7 +180,9 @@ _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
     ),
     (
         re.compile(r"memory|vram|显存|内存", re.I),
-        re.compile(rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*(?:less|lower|fewer)|less (?:memory|vram)", re.I),
+        re.compile(
+            rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*(?:less|lower|fewer)|less (?:memory|vram)", re.I
+        ),
     ),
     (
         re.compile(r"how long|time|多久|时间", re.I),
@@ -198,7 +204,8 @@ def _answer_hint(question: str) -> re.Pattern[str] | None:
     True
     """
     asks_value = re.search(
-        r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|多少|多久|几|多大|多快|版本",
+        r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|"
+        r"多少|多久|几|多大|多快|版本",
         question,
         re.I,
     )
@@ -217,7 +224,9 @@ _MAX_FACTS = 4
 class EvidenceComposer:
     """Read-only over one store's graph and units; safe to share across threads."""
 
-    def __init__(self, graph: KnowledgeGraph, search: UnitSearch, documents: dict[str, str]) -> None:
+    def __init__(
+        self, graph: KnowledgeGraph, search: UnitSearch, documents: dict[str, str]
+    ) -> None:
         self.graph = graph
         self._lexicon_surfaces = {e.id: e.surfaces for e in search.lexicon.entries.values()}
         self._constraints: list[str] = []
@@ -229,7 +238,9 @@ class EvidenceComposer:
         for rel in graph.relations():
             for ev in rel.evidence:
                 self._edges[(ev.doc, ev.start)].append(
-                    PathEdge(source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev])
+                    PathEdge(
+                        source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev]
+                    )
                 )
         corpus = " ".join(u.text + " " + " ".join(u.header) for u in search.units)
         self._corpus_norm = normalize_name(corpus)
@@ -262,7 +273,7 @@ class EvidenceComposer:
             cited = edge.model_copy(update={"evidence": [ev]})
             if unit is not None and unit.start <= ev.start and ev.end <= unit.end:
                 point = self.point(unit)
-                point.edges = [cited] + [e for e in point.edges if e != cited][:1]
+                point.edges = [cited, *[e for e in point.edges if e != cited][:1]]
             else:
                 point = DraftPoint(
                     doc=ev.doc,
@@ -294,13 +305,17 @@ class EvidenceComposer:
         frame = QuestionFrame.read(question)
         draft = AnswerDraft(question=question, language=language, injection=frame.injection)
         pairs = list(surfaces)
-        reason = self.abstain_reason(frame, linked, ranked, [p[0] for p in pairs], [p[1] for p in pairs])
+        reason = self.abstain_reason(
+            frame, linked, ranked, [p[0] for p in pairs], [p[1] for p in pairs]
+        )
         if reason is not None:
             return draft.model_copy(update={"abstain": reason[0], "abstain_detail": reason[1]})
         named = {e for e in linked if e in self.graph}
         self._constraints = sorted(named)
         second: list[RankedUnit] = []
-        bridge = self.bridge(frame, named, ranked) if hop is not None and _two_part(frame.text) else None
+        bridge = (
+            self.bridge(frame, named, ranked) if hop is not None and _two_part(frame.text) else None
+        )
         if bridge is not None and hop is not None:
             # the bridge's own units, and what the other named things say of it
             parts = {bridge} | {
@@ -309,13 +324,11 @@ class EvidenceComposer:
                 if rel.relation == RelationType.PART_OF
             }
             tail = _second_part(frame.text)
-            told = [
-                r for r in hop(frame.text, bridge, set(named)) if bridge in r.unit.mentions
-            ][:3]
+            told = [r for r in hop(frame.text, bridge, set(named)) if bridge in r.unit.mentions][:3]
             second = told + hop(tail, bridge, parts)[:6]
         picks, fact_paths, conflicts = situational or ([], [], [])
         draft.conflicts = conflicts
-        if picks and (frame.choice or frame.options or not frame.yes_no):
+        if picks:
             # the sources' own recommendations for the situation the question describes
             for node, paths in picks[:3]:
                 points = [p for path in paths[:3] for p in self.path_points(path)][:_MAX_POINTS]
@@ -334,7 +347,9 @@ class EvidenceComposer:
                     c for c in ranked_candidates if c[0] != bridge
                 ]
             if ranked_candidates:
-                draft.recommendations = self.recommendations(frame, ranked_candidates, ranked + second)
+                draft.recommendations = self.recommendations(
+                    frame, ranked_candidates, ranked + second
+                )
         shown = {(p.doc, p.start) for r in draft.recommendations for p in r.points}
         limit = self.facts_with_picks if draft.recommendations else self.facts_alone
         first: list[EvidenceUnit] = []
@@ -354,7 +369,9 @@ class EvidenceComposer:
             # "do the documents agree?": the best unit of each document that speaks of it
             first = self.per_document(frame, named, ranked) + first
             limit = max(limit, len(first))
-        focus = named | {r.id for r in draft.recommendations[:1] if r.id in self.graph and not picks}
+        focus = named | {
+            r.id for r in draft.recommendations[:1] if r.id in self.graph and not picks
+        }
         facts = graph_facts + self.facts(frame, focus, ranked, shown, limit, first=first)
         said = {normalize_name(p.text) for r in draft.recommendations for p in r.points}
         draft.facts = []
@@ -365,7 +382,10 @@ class EvidenceComposer:
                 draft.facts.append(point)
         if not draft.recommendations and not draft.facts:
             return draft.model_copy(
-                update={"abstain": AbstainReason.NO_EVIDENCE, "abstain_detail": "nothing retrieved answers it"}
+                update={
+                    "abstain": AbstainReason.NO_EVIDENCE,
+                    "abstain_detail": "nothing retrieved answers it",
+                }
             )
         if _DISAGREE.search(frame.text) and not draft.conflicts:
             conflict = self.disagreement(named, draft.facts, frame)
@@ -380,7 +400,11 @@ class EvidenceComposer:
         names, each with the value asked for when the question asks one."""
         main = self._main_subject(frame, named)
         things = {main} if main else set()
-        pool = [r for r in ranked[:40] if not things or r.unit.subject in things or things & set(r.unit.mentions)]
+        pool = [
+            r
+            for r in ranked[:40]
+            if not things or r.unit.subject in things or things & set(r.unit.mentions)
+        ]
         chosen: list[EvidenceUnit] = []
         for _score, unit in self.ordered(frame, pool, about=things):
             if unit.doc not in {u.doc for u in chosen} and unit.kind != UnitKind.HEADING:
@@ -392,14 +416,18 @@ class EvidenceComposer:
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a
         technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""
-        ordered = sorted(named, key=lambda e: (frame.text.find(self.graph.entity(e).name) % 10_000, e))
+        ordered = sorted(
+            named, key=lambda e: (frame.text.find(self.graph.entity(e).name) % 10_000, e)
+        )
         for kinds in (_SOFTWARE, _CHOOSABLE | {NodeType.MODEL}):
             for eid in ordered:
                 if self.graph.entity(eid).type in kinds:
                     return eid
         return None
 
-    def disagreement(self, named: set[str], facts: list[DraftPoint], frame: QuestionFrame | None = None) -> Conflict | None:
+    def disagreement(
+        self, named: set[str], facts: list[DraftPoint], frame: QuestionFrame | None = None
+    ) -> Conflict | None:
         """What two or more documents each say of the thing asked about, side by side."""
         subject = self._main_subject(frame, named) if frame is not None else None
         by_doc: dict[str, DraftPoint] = {}
@@ -413,7 +441,9 @@ class EvidenceComposer:
             for p in by_doc.values()
         ]
         summary = "; ".join(f"{p.doc}: “{p.text[:160]}”" for p in by_doc.values())
-        return Conflict(subject=subject, relation=claims[0].relation, claims=claims, summary=summary)
+        return Conflict(
+            subject=subject, relation=claims[0].relation, claims=claims, summary=summary
+        )
 
     def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
         """The entity the best units lead to that the question does not name and that has units
@@ -507,14 +537,17 @@ class EvidenceComposer:
         if frame.quantity is not None:
             pattern = _MONEY_TEXT if frame.quantity == "money" else _RATE_TEXT
             top = [r.unit for r in ranked[:12]]
-            about = [u for u in top if not things or u.subject in things or things & set(u.mentions)]
+            about = [
+                u for u in top if not things or u.subject in things or things & set(u.mentions)
+            ]
             if not any(pattern.search(u.text + " " + " ".join(u.header)) for u in about):
                 what = "prices" if frame.quantity == "money" else "that rate"
                 return AbstainReason.NO_QUANTITY, f"no source gives {what}"
         for eid in things:
             version = _version_after(frame.text, self.graph.entity(eid))
             if version and not any(
-                version in u.text for u in self.search.by_subject.get(eid, []) + self.search.by_mention.get(eid, [])
+                version in u.text
+                for u in self.search.by_subject.get(eid, []) + self.search.by_mention.get(eid, [])
             ):
                 name = self.graph.entity(eid).name
                 return AbstainReason.UNKNOWN_NAME, f"no source speaks of {name} {version}"
@@ -528,7 +561,9 @@ class EvidenceComposer:
             self._tokens[unit.id] = tokens
         return tokens
 
-    def _question_terms(self, frame: QuestionFrame, exclude: Iterable[str] = ()) -> dict[str, float]:
+    def _question_terms(
+        self, frame: QuestionFrame, exclude: Iterable[str] = ()
+    ) -> dict[str, float]:
         excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
         terms: dict[str, float] = {}
         for token in self.search.tokenize(stem_text(frame.text)):
@@ -585,7 +620,9 @@ class EvidenceComposer:
                 evidence[target] += share * weight
                 if unit not in support[target]:
                     support[target].append(unit)
-        names = [n for e in named for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]]
+        names = [
+            n for e in named for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]
+        ]
         weights = self.search.query_weights(frame.text, [])
         excluded = {t for n in names for t in self.search.tokenize(stem_text(n))}
         weights = {t: w for t, w in weights.items() if t not in excluded}
@@ -611,8 +648,15 @@ class EvidenceComposer:
             node_type = self.graph.entity(eid).type
             fit = 1.0
             if wanted:
-                fit = 1.6 if node_type in wanted else (1.15 if node_type in _SOFTWARE and wanted & _SOFTWARE else 0.6)
-            score = 0.55 * evidence.get(eid, 0.0) / top_evidence + 0.45 * profile.get(eid, 0.0) / top_profile
+                fit = (
+                    1.6
+                    if node_type in wanted
+                    else (1.15 if node_type in _SOFTWARE and wanted & _SOFTWARE else 0.6)
+                )
+            score = (
+                0.55 * evidence.get(eid, 0.0) / top_evidence
+                + 0.45 * profile.get(eid, 0.0) / top_profile
+            )
             score *= 1.0 + self.constraint_fit(eid, constraints)
             scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
         scored.sort(key=lambda t: (-t[1], t[0]))
@@ -629,7 +673,9 @@ class EvidenceComposer:
         against. `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum fit "部署到 AWS Inferentia"."""
         if not constraints:
             return 0.0
-        nodes = {eid} | {r.source for r in self.graph.in_relations(eid) if r.relation == RelationType.PART_OF}
+        nodes = {eid} | {
+            r.source for r in self.graph.in_relations(eid) if r.relation == RelationType.PART_OF
+        }
         fit = 0.0
         for constraint in constraints:
             relations = [
@@ -667,7 +713,9 @@ class EvidenceComposer:
         total = max(len(self.search.units), 2)
         return 0.5 + 0.5 * min(1.0, math.log(total / (1 + named_in)) / math.log(total / 10))
 
-    def _admit(self, eid: str, named: set[str], wanted: frozenset[NodeType], *, subject: bool) -> str | None:
+    def _admit(
+        self, eid: str, named: set[str], wanted: frozenset[NodeType], *, subject: bool
+    ) -> str | None:
         """The entity a candidate counts for (an edition rolls up into its product), or None when
         it cannot answer: a thing the question names, or of a kind nobody picks."""
         if eid not in self.graph:
@@ -675,8 +723,11 @@ class EvidenceComposer:
         node_type = self.graph.entity(eid).type
         if node_type not in _CHOOSABLE and node_type not in wanted:
             return None
-        if not subject and wanted and node_type not in wanted and not (
-            node_type in _SOFTWARE and wanted & _SOFTWARE
+        if (
+            not subject
+            and wanted
+            and node_type not in wanted
+            and not (node_type in _SOFTWARE and wanted & _SOFTWARE)
         ):
             return None
         target = eid
@@ -718,7 +769,14 @@ class EvidenceComposer:
                 or (cores[k] and cores[k] in normalize_name(u.text))
             ]
             scored = sorted(
-                ((self.relevance(u, weights, None) * (by_id[u.id].score if u.id in by_id else 0.3), u) for u in mine),
+                (
+                    (
+                        self.relevance(u, weights, None)
+                        * (by_id[u.id].score if u.id in by_id else 0.3),
+                        u,
+                    )
+                    for u in mine
+                ),
                 key=lambda t: -t[0],
             )
             return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
@@ -740,7 +798,9 @@ class EvidenceComposer:
         --opt_out`"), as one verbatim span."""
         edges = self._edges.get((unit.doc, unit.start), [])
         edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
-        ordered = sorted(edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation)))
+        ordered = sorted(
+            edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation))
+        )
         end, text = unit.end, unit.text
         following = self._next_unit(unit)
         if (
@@ -774,13 +834,17 @@ class EvidenceComposer:
         ]
         scored = sorted(
             (
-                (sum(w for t, w in terms.items() if t in self._unit_tokens(u)), -abs(u.start - row.start), u)
+                (
+                    sum(w for t, w in terms.items() if t in self._unit_tokens(u)),
+                    -abs(u.start - row.start),
+                    u,
+                )
                 for u in siblings
                 if u.id != row.id
             ),
             key=lambda t: (-t[0], -t[1]),
         )
-        rows = [row] + [u for score, _d, u in scored if score > 0][: limit - 1]
+        rows = [row, *[u for score, _d, u in scored if score > 0][: limit - 1]]
         if len(rows) == 1:
             return self.point(row, prefer)
         rows.sort(key=lambda u: u.start)
@@ -804,7 +868,9 @@ class EvidenceComposer:
         """The unit that says what an entity is: it starts with the entity's name and defines it
         ("X is a …", "X lets you …", "X 是一个 …")."""
         node = self.graph.entity(entity)
-        names = sorted({n for n in [node.name, *node.aliases] if len(n) >= 2}, key=len, reverse=True)
+        names = sorted(
+            {n for n in [node.name, *node.aliases] if len(n) >= 2}, key=len, reverse=True
+        )
         for unit in self.search.by_subject.get(entity, [])[:80]:
             if unit.kind not in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING):
                 continue
@@ -847,13 +913,20 @@ class EvidenceComposer:
                 self.row_group(u, weights, eid) if u.kind == UnitKind.ROW else self.point(u, eid)
                 for u in chosen
             ]
-            name = eid.removeprefix("value:") if eid.startswith("value:") else self.graph.entity(eid).name
+            name = (
+                eid.removeprefix("value:")
+                if eid.startswith("value:")
+                else self.graph.entity(eid).name
+            )
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
 
-    def relevance(self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None) -> float:
+    def relevance(
+        self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None
+    ) -> float:
         """How much a unit says of what the question asks: its weighted share of the question's
-        terms (rare terms weigh more), a headline or a fragment less, the asked kind of value more."""
+        terms (rare terms weigh more), a headline or a fragment less, the asked kind of value
+        more."""
         tokens = self._unit_tokens(unit)
         score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
         if unit.kind == UnitKind.HEADING:
@@ -894,7 +967,9 @@ class EvidenceComposer:
             rel[r.unit.id] = value
         top_rel = max(rel.values()) or 1.0
         top_score = items[0].score or 1.0
-        scored = [(0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items]
+        scored = [
+            (0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items
+        ]
         scored.sort(key=lambda t: (-t[0], t[1].id))
         return scored
 
@@ -918,13 +993,16 @@ class EvidenceComposer:
         ]
         pool = ranked[:30]
         if things:
-            about = [r for r in pool if r.unit.subject in things or set(things) & set(r.unit.mentions)]
+            about = [
+                r for r in pool if r.unit.subject in things or set(things) & set(r.unit.mentions)
+            ]
             if len(about) >= 2:
                 pool = about
         order = [
             (score, unit)
             for score, unit in self.ordered(frame, pool, about=things)
-            if unit.kind != UnitKind.HEADING and (len(unit.text) >= 20 or unit.kind in (UnitKind.ROW, UnitKind.CODE))
+            if unit.kind != UnitKind.HEADING
+            and (len(unit.text) >= 20 or unit.kind in (UnitKind.ROW, UnitKind.CODE))
         ] or self.ordered(frame, pool)
         chosen: list[EvidenceUnit] = []
         seen = set(shown)
@@ -964,6 +1042,10 @@ class EvidenceComposer:
             if len(chosen) >= limit:
                 break
             take(unit)
-        chosen.sort(key=lambda u: (docs_named.index(u.doc) if u.doc in docs_named else 99, u.doc, u.start))
+        chosen.sort(
+            key=lambda u: (docs_named.index(u.doc) if u.doc in docs_named else 99, u.doc, u.start)
+        )
         weights = self._question_terms(frame)
-        return [self.row_group(u, weights) if u.kind == UnitKind.ROW else self.point(u) for u in chosen]
+        return [
+            self.row_group(u, weights) if u.kind == UnitKind.ROW else self.point(u) for u in chosen
+        ]

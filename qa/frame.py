@@ -16,8 +16,8 @@ __all__ = [
     "QuestionFrame",
     "asked_types",
     "named_things",
-    "question_options",
     "quantity_asked",
+    "question_options",
     "strip_injection",
 ]
 
@@ -35,10 +35,15 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
     (re.compile(r"\blibrar(?:y|ies)\b|库", re.I), frozenset({NodeType.LIBRARY})),
     (re.compile(r"\bframeworks?\b|框架", re.I), frozenset({NodeType.FRAMEWORK})),
     (
-        re.compile(r"\b(?:inference )?engines?\b|\bruntimes?\b|推理引擎|引擎|execution provider", re.I),
+        re.compile(
+            r"\b(?:inference )?engines?\b|\bruntimes?\b|推理引擎|引擎|execution provider", re.I
+        ),
         frozenset({NodeType.INFERENCE_ENGINE}),
     ),
-    (re.compile(r"\bserv(?:er|ing)\b|服务|部署", re.I), frozenset({NodeType.INFERENCE_ENGINE, NodeType.TOOL})),
+    (
+        re.compile(r"\bserv(?:er|ing)\b|服务|部署", re.I),
+        frozenset({NodeType.INFERENCE_ENGINE, NodeType.TOOL}),
+    ),
     (
         re.compile(
             r"\btool(?:s|kit|kits)?\b|\bapps?\b|\bprojects?\b|\bsdks?\b|\bpackages?\b|"
@@ -50,7 +55,10 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
     (re.compile(r"\btechniques?\b|\bmethods?\b|技术|方法", re.I), frozenset({NodeType.TECHNIQUE})),
     (re.compile(r"并行|\bparallel", re.I), frozenset({NodeType.PARALLEL_STRATEGY})),
     (re.compile(r"\bformats?\b|格式", re.I), frozenset({NodeType.FORMAT})),
-    (re.compile(r"\bwhich (?:gpu|card|chip)\b|哪(?:张|块|款)?(?:卡|显卡|芯片)", re.I), frozenset({NodeType.HARDWARE})),
+    (
+        re.compile(r"\bwhich (?:gpu|card|chip)\b|哪(?:张|块|款)?(?:卡|显卡|芯片)", re.I),
+        frozenset({NodeType.HARDWARE}),
+    ),
 ]
 _CHOICE = re.compile(
     r"\bwhich\b|what should|what (?:do you )?(?:recommend|suggest)|\brecommend|\bsuggest|"
@@ -63,7 +71,8 @@ _RECOMMEND = re.compile(
     r"\brecommend|\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|learn|"
     r"start)|what (?:should|to) use|what fits|best way|选哪|选什么|用什么|用哪|用啥|该选|该用|"
     r"推荐(?:哪|什么|一个|一款|一下|用哪|用什么)|推荐[^，。？?]{0,8}[？?]|"
-    r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|what can (?:i|we) (?:use|rely on)|"
+    r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|"
+    r"what can (?:i|we) (?:use|rely on)|"
     r"rely on",
     re.I,
 )
@@ -72,11 +81,16 @@ _YES_NO = re.compile(
     r"是不是|行吗|可以吗",
     re.I,
 )
-_MONEY = re.compile(r"\bcost|\bprice|pricing|how much (?:does|do|is|would)[^?]*(?:cost|pay)|多少钱|价格|费用|售价", re.I)
+_MONEY = re.compile(
+    r"\bcost|\bprice|pricing|how much (?:does|do|is|would)[^?]*(?:cost|pay)|多少钱|价格|费用|售价",
+    re.I,
+)
 _RATE = re.compile(
     r"tokens?[- ]per[- ]second|tok(?:ens)?/s|\bt/s\b|throughput|每秒[^，。？?]{0,8}token|吞吐", re.I
 )
-_HOW_MUCH = re.compile(r"how (?:much|many|fast)|what (?:tokens|throughput|speed)|多少|几倍|多快|高多少", re.I)
+_HOW_MUCH = re.compile(
+    r"how (?:much|many|fast)|what (?:tokens|throughput|speed)|多少|几倍|多快|高多少", re.I
+)
 _OR = re.compile(r"\s+(?:or|vs\.?|versus)\s+(?:an?\s+|the\s+)?|\s*(?:还是|和|与|或|、)\s*", re.I)
 _NAME_TOKEN = re.compile(
     r"(?<![\w.\-])(?:[A-Za-z]*[a-z][A-Z][\w.\-]*|[A-Z]{2,}[\w.\-]*|[A-Za-z]+[\-]?\d[\w.\-]*|"
@@ -122,8 +136,10 @@ def asked_types(text: str) -> frozenset[NodeType]:
 def quantity_asked(text: str) -> str | None:
     """`money` or `rate` when the question wants a price or a throughput figure.
 
-    >>> quantity_asked("What does an hour of an H100 cost?"), quantity_asked("每秒能生成多少 token？")
-    ('money', 'rate')
+    >>> quantity_asked("What does an hour of an H100 cost?")
+    'money'
+    >>> quantity_asked("每秒能生成多少 token？")
+    'rate'
     >>> quantity_asked("How much VRAM does it need?") is None
     True
     """
@@ -146,7 +162,8 @@ def question_options(text: str) -> list[Option]:
     """The alternatives a question asks to pick between: `A or B`, `between A and B`, `A 还是 B`,
     `A 和 B … 哪个`.
 
-    >>> [o.text for o in question_options("Should we install FlashAttention-2 or FlashAttention-3?")]
+    >>> asked = "Should we install FlashAttention-2 or FlashAttention-3?"
+    >>> [o.text for o in question_options(asked)]
     ['FlashAttention-2', 'FlashAttention-3']
     >>> [o.text for o in question_options("which GPU is faster, an RTX 3090 Ti or an RTX 4090?")]
     ['RTX 3090 Ti', 'RTX 4090']
@@ -231,7 +248,9 @@ class QuestionFrame:
         if len(clauses) > 1 and re.search(r"[\u4e00-\u9fff]", asked):
             # a Chinese sentence strings its clauses with commas: the asking one holds the cue
             for c_start, c_end in reversed(clauses):
-                if _CHOICE.search(asked[c_start:c_end]) or re.search(r"[?？]", asked[c_start:c_end]):
+                if _CHOICE.search(asked[c_start:c_end]) or re.search(
+                    r"[?？]", asked[c_start:c_end]
+                ):
                     asking = (asking[0] + c_start, asking[0] + c_end)
                     break
         types = asked_types(asked)

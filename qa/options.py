@@ -32,7 +32,8 @@ _POSITIVE = re.compile(
     re.I,
 )
 _NEGATIVE = re.compile(
-    r"not recommended|don't|do not|avoid|not supported|unsupported|不建议|不推荐|不要|避免|❌|不支持",
+    r"not recommended|don't|do not|avoid|not supported|unsupported|"
+    r"不建议|不推荐|不要|避免|❌|不支持",
     re.I,
 )
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -122,7 +123,8 @@ def _tables(
                 v.score += sum(
                     1.0 + _overlap(r, terms)
                     for _o, r, _i in columns
-                    if i < len(r.cells) and ("✅" in r.cells[i] or "✔" in r.cells[i])
+                    if i < len(r.cells)
+                    and ("✅" in r.cells[i] or "✔" in r.cells[i])
                     and _overlap(r, terms) > 0
                 )
                 v.units = [r for o, r, _i in columns if o > 0][:3]
@@ -130,7 +132,9 @@ def _tables(
             return any(v.score > 0 for v in verdicts)
         values = [_value(m) for m in marks]
         if direction and all(x is not None for x in values):
-            best = (max if direction > 0 else min)(range(len(values)), key=lambda k: values[k] or 0.0)
+            best = (max if direction > 0 else min)(
+                range(len(values)), key=lambda k: values[k] or 0.0
+            )
             for k, (v, i) in enumerate(zip(verdicts, idx, strict=True)):
                 v.score += 10.0 if k == best else 0.0
                 v.units = [row]

@@ -12,8 +12,8 @@ A question is matched against every evidence unit three ways, fused by reciproca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import re
+from collections.abc import Iterable, Sequence
 
 from ingest.lexical import LexicalIndex
 from ingest.units import stem_text, unit_index_text
@@ -26,16 +26,21 @@ _RRF = 60.0
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 #: English function words and question words: they say nothing about which unit answers.
 STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from into onto about as is are was were be
-    been being do does did done have has had having i we you he she it they me us my our your its
-    their this that these those there here what which who whom whose when where why how can could
-    should would will shall may might must not no yes so than then too very just also only any some
-    all each every more most other such own same both either neither one want wants need needs
-    looking look use using used get got make let like run running which what's i'm we're don't
-    does doesn't isn't aren't 什么 哪个 哪些 怎么 如何 为什么 是否 可以 应该 需要 还是 有没有 多少 一个 这个
-    那个 我们 我 你 他们 想 要 用 吗 呢 的 了 是 在 和 与 及 或 也 都 就 公司 找 有 选 选哪个 哪 个 让 能
-    请问 一下 这种 这些 那些 现在 直接 还要 还 又 而 但 如果 因为 所以 已经 没有 不 上 下 里 中 对 把 被 给
-    会 该 应 吧 啊 哦 么 做 到 从 向 比 更 最 很 多 少 大 小 自己 我们的 你们 他 她 它""".split()
+    """
+    a an the and or but if of to in on at by for with from into onto about as is are was were
+    be been being do does did done have has had having i we you he she it they me us my our
+    your its their this that these those there here what which who whom whose when where why
+    how can could should would will shall may might must not no yes so than then too very just
+    also only any some all each every more most other such own same both either neither one
+    want wants need needs looking look use using used get got make let like run running which
+    what's i'm we're don't does doesn't isn't aren't
+    什么 哪个 哪些 怎么 如何 为什么 是否 可以 应该 需要 还是 有没有 多少 一个
+    这个 那个 我们 我 你 他们 想 要 用 吗 呢 的 了 是 在 和 与 及 或 也
+    都 就 公司 找 有 选 选哪个 哪 个 让 能 请问 一下 这种 这些 那些 现在
+    直接 还要 还 又 而 但 如果 因为 所以 已经 没有 不 上 下 里 中 对 把 被
+    给 会 该 应 吧 啊 哦 么 做 到 从 向 比 更 最 很 多 少 大 小 自己
+    我们的 你们 他 她 它
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _KIND_PRIOR = {
     UnitKind.SENTENCE: 1.0,
@@ -76,7 +81,9 @@ class RankedUnit:
 
     __slots__ = ("dense", "lexical", "linked", "score", "unit")
 
-    def __init__(self, unit: EvidenceUnit, score: float, lexical: float, dense: float, linked: bool):
+    def __init__(
+        self, unit: EvidenceUnit, score: float, lexical: float, dense: float, linked: bool
+    ):
         self.unit = unit
         self.score = score
         self.lexical = lexical
@@ -129,7 +136,8 @@ class UnitSearch:
         profiled = sorted(e for e, us in self.by_subject.items() if len(us) >= 2)
         self.profiles = LexicalIndex(lexical.tokenizer)
         self.profiles.build(
-            profiled, [" ".join(unit_index_text(u) for u in self.by_subject[e][:400]) for e in profiled]
+            profiled,
+            [" ".join(unit_index_text(u) for u in self.by_subject[e][:400]) for e in profiled],
         )
 
     def query_weights(self, question: str, entity_names: Iterable[str] = ()) -> dict[str, float]:
@@ -140,7 +148,7 @@ class UnitSearch:
 
         def add(text: str, weight: float) -> None:
             for token in self.tokenize(stem_text(text)):
-                if token in STOPWORDS or len(token) < 2 and token.isascii():
+                if token in STOPWORDS or (len(token) < 2 and token.isascii()):
                     continue
                 weights[token] = max(weights.get(token, 0.0), weight)
 
@@ -208,8 +216,12 @@ class UnitSearch:
             if unit is None:
                 continue
             chunk = dense.get(self._chunk_of.get(uid, ""), 0.0)
-            score = lex + self.doc_weight * doc_scores.get(unit.doc, 0.0) + self.dense_weight * chunk
-            is_linked = bool(wanted) and (unit.subject in wanted or bool(wanted & set(unit.mentions)))
+            score = (
+                lex + self.doc_weight * doc_scores.get(unit.doc, 0.0) + self.dense_weight * chunk
+            )
+            is_linked = bool(wanted) and (
+                unit.subject in wanted or bool(wanted & set(unit.mentions))
+            )
             if is_linked:
                 score *= 1.15
             score *= _KIND_PRIOR.get(unit.kind, 1.0)
