@@ -79,7 +79,7 @@ _PREDICATE = re.compile(
     r"uses?\b|runs?\b|offers?\b|includes?\b|requires?\b|needs?\b|works?\b|brings?\b|makes?\b|"
     r"helps?\b|delivers?\b|achieves?\b|accelerates?\b|reduces?\b|adds?\b|comes?\b|ships?\b|"
     r"does\b|doesn't\b|[:：]|是|为|提供|支持|可以|能|让|采用|使用|需要|已|将|基于|通过|现已|"
-    r"不|仅|只|目前|还|也)"
+    r"不|仅|只|目前|还|也|在|会|把|对|适合|适用|用于|跑|运行|先|的)"
 )
 #: What a lead term or a heading can make a unit about: things one uses, not a platform, a
 #: piece of hardware or a criterion ("Hardware: …", "## macOS, Linux, WSL" describe the subject).
@@ -115,6 +115,12 @@ _ALTERNATIVE = re.compile(
     r"better than|than\b|替代|相比|对比|比起|优于|快于",
     re.I,
 )
+_OWNER = re.compile(
+    r"\b(?:by|from|part of|backed by|maintained by|developed by|created by|built by)\s+(?:the\s+)?$"
+    r"|(?:由|来自)\s*$",
+    re.I,
+)
+_OWNER_AFTER = re.compile(r"\s*(?:'s\b|’s\b|出品|开发|开源|推出|维护)")
 _EXPORT = re.compile(r"export|convert|导出|转换", re.I)
 _LICENSE = re.compile(r"licen[cs]e|许可|协议", re.I)
 _WRITTEN = re.compile(r"written in|implemented in|built (?:in|with)|for \w+$|编写|实现", re.I)
@@ -128,7 +134,6 @@ _BY_TARGET: dict[NodeType, RelationType] = {
     NodeType.LANGUAGE: RelationType.SUPPORTS,
     NodeType.TECHNIQUE: RelationType.IMPLEMENTS,
     NodeType.PARALLEL_STRATEGY: RelationType.IMPLEMENTS,
-    NodeType.ORGANIZATION: RelationType.PART_OF_ECOSYSTEM,
     NodeType.LICENSE: RelationType.LICENSED_UNDER,
     NodeType.FRAMEWORK: RelationType.USED_WITH,
     NodeType.LIBRARY: RelationType.USED_WITH,
@@ -180,6 +185,11 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
         return RelationType.EXPORTS_TO
     if _REQUIRE.search(before[-50:]):
         return RelationType.REQUIRES
+    if target == NodeType.ORGANIZATION:
+        # "developed by Intel", "Hugging Face 出品": an organisation named beside a provider cue
+        # owns the subject; named otherwise ("API providers (OpenAI, Anthropic)") it is mentioned
+        own = _OWNER.search(before[-40:]) or _OWNER_AFTER.match(text[end : end + 12])
+        return RelationType.PART_OF_ECOSYSTEM if own else RelationType.MENTIONS
     return _BY_TARGET.get(target, RelationType.MENTIONS)
 
 

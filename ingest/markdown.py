@@ -21,7 +21,7 @@ from ingest.structure.code import Line
 from ingest.structure.items import indent_depths, table_cells
 from kg.documents import Block, BlockKind, Document
 
-__all__ = ["is_markdown", "parse_markdown"]
+__all__ = ["is_markdown", "is_plain_essay", "parse_markdown"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.\-]*)")
 _ATX = re.compile(r"^[ \t]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -68,6 +68,27 @@ def is_markdown(doc: Document) -> bool:
         or len(re.findall(r"\]\(https?://", text)) >= 3
         or (len(levels) >= 2)
     )
+
+
+_MARKUP_SIGNS = re.compile(
+    r"(?m)^\s*(?:```|~~~)"  # a code fence
+    r"|\]\((?:https?://|#|\.{0,2}/)"  # a link or an image
+    r"|<(?:a|img|div|p|br|table|details|picture|h[1-6])\b"  # HTML
+    r"|^\s*>\s*\[!\w+\]",  # a GitHub alert
+    re.I,
+)
+
+
+def is_plain_essay(doc: Document) -> bool:
+    """Whether a Markdown document is an essay in plain words: headings, lists and prose, with
+    no code, links, images or HTML (the shape of the bundled articles, not of a README).
+
+    >>> is_plain_essay(Document.from_text("a.md", "# 选型\n\n- 研究：PyTorch\n"))
+    True
+    >>> is_plain_essay(Document.from_text("a.md", "# X\n\nSee [docs](https://x.io).\n"))
+    False
+    """
+    return _MARKUP_SIGNS.search(doc.text) is None
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ingest.extract import extract_document
 from ingest.lexical import LexicalIndex
 from ingest.link import link_corpus
 from ingest.load import LoadResult, iter_corpus
-from ingest.markdown import is_markdown, parse_markdown
+from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
@@ -133,13 +133,14 @@ def document_blocks(doc: Document) -> list[Block]:
 
 def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
     blocks = document_blocks(doc)
-    # Markdown is read by the unit linker alone (`link_corpus`, after all documents): the
-    # plain-text extractor knows the structures of essays written without markup (decision
-    # trees, rankings, `A：B` lists) and reads raw markup as names and situations
+    # the structural extractor knows the structures of essays (decision trees, rankings, `A：B`
+    # lists, arrow chains) and reads raw markup (links, code, badges) as names and situations:
+    # a README is read by the unit linker alone (`link_corpus`, after all documents)
+    essay = not is_markdown(doc) or is_plain_essay(doc)
     extraction = (
-        Extraction(doc=doc.id, doc_hash=doc.hash)
-        if is_markdown(doc)
-        else extract_document(doc, blocks, lexicon)
+        extract_document(doc, blocks, lexicon)
+        if essay
+        else Extraction(doc=doc.id, doc_hash=doc.hash)
     )
     return DocRecord(
         document=doc,

@@ -190,8 +190,8 @@ class DocumentEntities:
     def situation(self, text: str, ev: Evidence, *, persona: bool | None = None) -> str | None:
         """A Scenario or Persona node named by a condition text (a tree branch, a list head)."""
         name = re.sub(r"\s+", " ", text).strip(" ：:？?→-—─")
-        if not name or len(name) > 60:
-            return None
+        if not name or len(name) > 60 or re.search(r"[？?。！!]", name):
+            return None  # a sentence (a question and its answer) names no situation
         # "在英伟达显卡上" names the hardware itself
         entry = self.lexicon.lookup(name) or self.lexicon.lookup(
             re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name)

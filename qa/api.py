@@ -32,13 +32,13 @@ from kg.lexicon import Lexicon
 from kg.schema import NodeType
 from kg.store import Store
 from qa.compose import GraphComposer, find_conflicts
-from qa.draft import render_draft, verify_draft
 from qa.evidence import EvidenceComposer
 from qa.frame import strip_injection
-from qa.render import render_snippets
+from qa.render import render_draft
 from qa.retrieve import Retriever
 from qa.schema import (
     Answer,
+    AnswerDraft,
     EvidenceBundle,
     Fallback,
     FallbackKind,
@@ -179,7 +179,7 @@ class Assistant:
         elif isinstance(llm, str):
             from qa.llm.answerer import make_llm  # the LLM client only when one is asked for
 
-            llm = make_llm(llm, assistant.graph, assistant.tokenizer, settings.llm)
+            llm = make_llm(llm, assistant.graph, settings.llm)
         return assistant if llm is None else assistant.with_llm(llm)
 
     # -- asking -------------------------------------------------------------------------------
@@ -187,8 +187,8 @@ class Assistant:
         """Validate and link a question (raises `QuestionError`)."""
         return self.reader.read(question)
 
-    def graph_answer(self, question: Question) -> tuple[Answer, EvidenceBundle]:
-        """The graph composer's verified answer and the evidence it used."""
+    def graph_draft(self, question: Question) -> AnswerDraft:
+        """The evidence composer's draft for a question, verified (not yet rendered)."""
         bundle = self.retriever.retrieve(question)
         text, _injected = strip_injection(question.text)
         linked = [e for e in question.entity_ids if e in self.graph]
@@ -212,7 +212,7 @@ class Assistant:
                 query, linked=[entity], entity_names=[node.name, *node.aliases], about=about
             )
 
-        evidence_draft = self.evidence.compose(
+        draft = self.evidence.compose(
             question.text,
             question.language,
             linked,
@@ -226,19 +226,15 @@ class Assistant:
                 if m.key not in self.graph
             ],
         )
-        verified_draft, _dropped = verify_draft(evidence_draft, self.graph, self.documents)
-        draft = render_draft(verified_draft)
-        snippets = self._snippets(question, bundle) if not draft.abstained else []
-        if snippets:
-            draft = draft.model_copy(
-                update={
-                    "snippets": snippets,
-                    "answer": draft.answer + "\n\n" + render_snippets(snippets),
-                }
-            )
-        # the draft was verified before it was written (verify_draft): the text says nothing
-        # that verification removed
-        return draft.model_copy(update={"backend": "graph"}), bundle
+        if draft.abstain is None:
+            draft.snippets = self._snippets(question, bundle)
+        verified, _result = self.verifier.verify_draft(draft)
+        return verified
+
+    def graph_answer(self, question: Question) -> tuple[Answer, AnswerDraft]:
+        """The graph's answer, rendered from its verified draft, and that draft."""
+        draft = self.graph_draft(question)
+        return render_draft(draft, self.graph), draft
 
     def ask(self, question: str, *, qid: str | None = None, use_llm: bool = True) -> Answer:
         """One answer; never raises for bad questions (they get an explaining, declining answer)."""
@@ -272,39 +268,43 @@ class Assistant:
             )
             yield AnswerEvent(kind="final", answer=stamp(answer))
             return
-        graph_answer, bundle = self.graph_answer(parsed)
+        graph_answer, draft = self.graph_answer(parsed)
         if self._llm is None or not use_llm or graph_answer.abstained:
             yield AnswerEvent(kind="final", answer=stamp(graph_answer))
             return
         yield AnswerEvent(kind="graph", answer=stamp(graph_answer))
-        yield from self._llm_events(self._llm, parsed, bundle, graph_answer, stamp)
+        yield from self._llm_events(self._llm, parsed, draft, graph_answer, stamp)
 
     def _llm_events(
         self,
         llm: LLMAnswerer,
         question: Question,
-        bundle: EvidenceBundle,
-        draft: Answer,
+        draft: AnswerDraft,
+        graph_answer: Answer,
         stamp: Callable[[Answer], Answer],
     ) -> Iterator[AnswerEvent]:
+        """The model's prose as it streams, then its draft verified and rendered; the graph's
+        answer (with a typed fallback) when the model fails or keeps nothing verifiable."""
         try:
-            for item in llm.stream(question, bundle, draft):
+            for item in llm.stream(question, draft):
                 if isinstance(item, str):
                     yield AnswerEvent(kind="delta", text=item)
                     continue
-                verified, _result = self.verifier.verify(item)
-                if not verified.citations and draft.citations:
-                    why = "the LLM answer kept no verifiable citation"
-                    fallback = _fall_back(draft, FallbackKind.LLM_UNVERIFIED, why)
+                verified, _result = self.verifier.verify_draft(item)
+                if verified.abstain is None and not verified.points() and draft.points():
+                    why = "the LLM answer kept no verifiable evidence"
+                    fallback = _fall_back(graph_answer, FallbackKind.LLM_UNVERIFIED, why)
                     yield AnswerEvent(kind="final", answer=stamp(fallback))
                 else:
-                    yield AnswerEvent(kind="final", answer=stamp(verified))
+                    yield AnswerEvent(
+                        kind="final", answer=stamp(render_draft(verified, self.graph))
+                    )
                 return
             why = "the LLM stream ended without an answer"
-            fallback = _fall_back(draft, FallbackKind.LLM_BAD_RESPONSE, why)
+            fallback = _fall_back(graph_answer, FallbackKind.LLM_BAD_RESPONSE, why)
         except Exception as err:  # any answerer failure falls back to the graph answer
             detail = f"{type(err).__name__}: {err}"
-            fallback = _fall_back(draft, FallbackKind.of_llm_error(err), detail)
+            fallback = _fall_back(graph_answer, FallbackKind.of_llm_error(err), detail)
         yield AnswerEvent(kind="final", answer=stamp(fallback))
 
     # -- pieces -------------------------------------------------------------------------------

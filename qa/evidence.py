@@ -25,10 +25,18 @@ from ingest.units import stem_text, unit_index_text
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import Entity, NodeType, RelationType, normalize_name
-from qa.draft import AbstainReason, AnswerDraft, DraftPoint, DraftRecommendation
 from qa.frame import QuestionFrame, named_things
 from qa.options import resolve_options
-from qa.schema import Conflict, GraphPath, Language, PathEdge
+from qa.schema import (
+    AbstainReason,
+    AnswerDraft,
+    Conflict,
+    DraftPoint,
+    DraftRecommendation,
+    GraphPath,
+    Language,
+    PathEdge,
+)
 from qa.units import STOPWORDS, RankedUnit, UnitSearch, bilingual_search
 
 __all__ = ["EvidenceComposer"]
@@ -218,6 +226,10 @@ def _answer_hint(question: str) -> re.Pattern[str] | None:
 
 
 _MAX_POINTS = 3
+#: "二、", "3.", "(4)": a section's numbering, not part of its title
+_SECTION_NUMBER = re.compile(
+    r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.]?|[（(]\d+[)）])\s*"
+)
 _MAX_FACTS = 4
 
 
@@ -281,10 +293,16 @@ class EvidenceComposer:
                     end=ev.end,
                     quote=ev.quote,
                     text=strip_markup(ev.quote),
+                    heading=ev.heading_path[-1] if ev.heading_path else "",
                     edges=[cited],
                 )
-            if all(p.start != point.start or p.doc != point.doc for p in points):
+            same = next((p for p in points if (p.doc, p.start) == (point.doc, point.start)), None)
+            if same is None:
                 points.append(point)
+            elif cited not in same.edges:
+                # the next hop of the path, said by the same unit: one point, the path in order
+                before = [i for i, e in enumerate(same.edges) if e.target == cited.source]
+                same.edges.insert(before[0] + 1 if before else len(same.edges), cited)
         return points
 
     # -- the answer ---------------------------------------------------------------------------
@@ -309,7 +327,13 @@ class EvidenceComposer:
             frame, linked, ranked, [p[0] for p in pairs], [p[1] for p in pairs]
         )
         if reason is not None:
-            return draft.model_copy(update={"abstain": reason[0], "abstain_detail": reason[1]})
+            return draft.model_copy(
+                update={
+                    "abstain": reason[0],
+                    "abstain_detail": reason[1],
+                    "abstain_subject": reason[2],
+                }
+            )
         named = {e for e in linked if e in self.graph}
         self._constraints = sorted(named)
         second: list[RankedUnit] = []
@@ -363,12 +387,23 @@ class EvidenceComposer:
             first = [u for u in first if (u.doc, u.start) not in shown]
             limit = max(limit, len(first) + 1)
         graph_facts = [p for path in fact_paths for p in self.path_points(path)]
+        by_span = {(p.doc, p.start): p for r in draft.recommendations for p in r.points}
+        for fact in graph_facts:
+            # a route through a unit a recommendation already shows joins that point's edges
+            known = by_span.get((fact.doc, fact.start))
+            if known is not None:
+                known.edges += [e for e in fact.edges if e not in known.edges]
         graph_facts = [p for p in graph_facts if (p.doc, p.start) not in shown][:3]
         shown |= {(p.doc, p.start) for p in graph_facts}
         if _DISAGREE.search(frame.text):
             # "do the documents agree?": the best unit of each document that speaks of it
             first = self.per_document(frame, named, ranked) + first
             limit = max(limit, len(first))
+        section = self.named_section(frame)
+        if section and not draft.recommendations:
+            # "what does the “三条提醒” section say?": its points, in order
+            first = section + first
+            limit = max(limit, len(section))
         focus = named | {
             r.id for r in draft.recommendations[:1] if r.id in self.graph and not picks
         }
@@ -392,6 +427,36 @@ class EvidenceComposer:
             if conflict is not None:
                 draft.conflicts = [conflict]
         return draft
+
+    def named_section(self, frame: QuestionFrame, limit: int = 6) -> list[EvidenceUnit]:
+        """The units of the section whose title the question quotes or calls a section (its
+        numbering aside, four characters at least), in the document's order; [] when it names
+        none."""
+        # a title is named when quoted ("“三条提醒”一节") or called a section ("the FAQ section")
+        named = re.findall(r"[“\"「『‘'](.{2,60}?)[”\"」』’']", frame.text)
+        named += re.findall(
+            r"(\S.{2,40}?)\s*(?:一节|这一节|章节|部分|\bsection\b|\bchapter\b)", frame.text, re.I
+        )
+        folded = " | ".join(n.strip().casefold() for n in named)
+        if not folded:
+            return []
+        for units in self._doc_units.values():
+            for unit in units:
+                if unit.kind != UnitKind.HEADING:
+                    continue
+                title = _SECTION_NUMBER.sub("", unit.text).strip().casefold()
+                if len(title) < 4 or title not in folded:
+                    continue
+                inside = [
+                    u
+                    for u in units
+                    if u.kind != UnitKind.HEADING
+                    and u.start > unit.start
+                    and u.heading_path[-1:] == (unit.text,)
+                ]
+                if inside:
+                    return inside[:limit]
+        return []
 
     def per_document(
         self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
@@ -498,11 +563,11 @@ class EvidenceComposer:
         ranked: list[RankedUnit],
         surfaces: list[tuple[str, int]] | None = None,
         linked_all: list[str] | None = None,
-    ) -> tuple[AbstainReason, str] | None:
+    ) -> tuple[AbstainReason, str, str] | None:
         """Why the sources cannot answer, or None. `surfaces` are the names the question's linked
         entities were found under (with positions in the question)."""
         if not ranked:
-            return AbstainReason.NOT_COVERED, "nothing in the sources matches the question"
+            return AbstainReason.NOT_COVERED, "nothing in the sources matches the question", ""
         start, end = frame.asking_sentence
         strict = not frame.choice or frame.yes_no
 
@@ -519,7 +584,7 @@ class EvidenceComposer:
                 continue  # "兼容性", "latency": what is asked about, not a thing to be found
             if key_requirement(at) and not self.entity_present(eid):
                 name = self.graph.entity(eid).name if eid in self.graph else surface
-                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}"
+                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}", name
         names = named_things(frame.text)
         if _CJK_TEXT.search(frame.text):
             # capitalised Latin words in a Chinese question are names ("Caffe 和 Theano 值得学吗")
@@ -532,7 +597,7 @@ class EvidenceComposer:
             if inside or not key_requirement(at):
                 continue
             if not self.present(name):
-                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}"
+                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}", name
         things = {e for e in linked if e in self.graph and self.graph.entity(e).type in _CHOOSABLE}
         if frame.quantity is not None:
             pattern = _MONEY_TEXT if frame.quantity == "money" else _RATE_TEXT
@@ -542,7 +607,7 @@ class EvidenceComposer:
             ]
             if not any(pattern.search(u.text + " " + " ".join(u.header)) for u in about):
                 what = "prices" if frame.quantity == "money" else "that rate"
-                return AbstainReason.NO_QUANTITY, f"no source gives {what}"
+                return AbstainReason.NO_QUANTITY, f"no source gives {what}", frame.quantity
         for eid in things:
             version = _version_after(frame.text, self.graph.entity(eid))
             if version and not any(
@@ -550,7 +615,11 @@ class EvidenceComposer:
                 for u in self.search.by_subject.get(eid, []) + self.search.by_mention.get(eid, [])
             ):
                 name = self.graph.entity(eid).name
-                return AbstainReason.UNKNOWN_NAME, f"no source speaks of {name} {version}"
+                return (
+                    AbstainReason.UNKNOWN_NAME,
+                    f"no source speaks of {name} {version}",
+                    f"{name} {version}",
+                )
         return None
 
     # -- candidates ---------------------------------------------------------------------------
@@ -653,6 +722,8 @@ class EvidenceComposer:
                     if node_type in wanted
                     else (1.15 if node_type in _SOFTWARE and wanted & _SOFTWARE else 0.6)
                 )
+            elif node_type == NodeType.FORMAT:
+                fit = 0.7  # a format is a step on the way (export to ONNX, then serve), not a pick
             score = (
                 0.55 * evidence.get(eid, 0.0) / top_evidence
                 + 0.45 * profile.get(eid, 0.0) / top_profile
@@ -710,8 +781,9 @@ class EvidenceComposer:
     def specificity(self, eid: str) -> float:
         """1 for a thing few units name, less for one named everywhere ("Quantization")."""
         named_in = len(self.search.by_mention.get(eid, []))
-        total = max(len(self.search.units), 2)
-        return 0.5 + 0.5 * min(1.0, math.log(total / (1 + named_in)) / math.log(total / 10))
+        total = max(len(self.search.units), 20)  # a handful of units says little of rarity
+        rarity = math.log(total / (1 + named_in)) / math.log(total / 10)
+        return 0.5 + 0.5 * min(1.0, max(0.0, rarity))
 
     def _admit(
         self, eid: str, named: set[str], wanted: frozenset[NodeType], *, subject: bool
@@ -795,7 +867,7 @@ class EvidenceComposer:
     def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
         """A unit as an answer point with the edges it is evidence of (the subject's first). A
         sentence that ends in ":" brings what it introduces ("run the command: `opt_in_out
-        --opt_out`"), as one verbatim span."""
+        --opt_out`"), a question its answer, as one verbatim span."""
         edges = self._edges.get((unit.doc, unit.start), [])
         edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
         ordered = sorted(
@@ -803,14 +875,23 @@ class EvidenceComposer:
         )
         end, text = unit.end, unit.text
         following = self._next_unit(unit)
-        if (
+        introduces = (
             unit.text.endswith((":", "："))
             and following is not None
             and following.context == unit.text
             and following.start - unit.end < 200
-            and len(following.text) <= 200
-        ):
-            end, text = following.end, f"{unit.text} {following.text}"
+        )
+        # a question in the source ("怎么判断…？") comes with the sentence that answers it
+        asks = (
+            unit.kind == UnitKind.SENTENCE
+            and unit.text.endswith(("?", "？"))
+            and following is not None
+            and following.kind == UnitKind.SENTENCE
+            and following.start - unit.end < 4
+        )
+        if following is not None and (introduces or asks) and len(following.text) <= 200:
+            space = "" if re.match(r"[\u4e00-\u9fff]", following.text) else " "
+            end, text = following.end, f"{unit.text}{space}{following.text}"
         return DraftPoint(
             doc=unit.doc,
             start=unit.start,
@@ -818,6 +899,7 @@ class EvidenceComposer:
             quote=self.documents[unit.doc][unit.start : end],
             text=text,
             context=" | ".join(unit.header) if unit.kind == UnitKind.ROW else unit.context,
+            heading=unit.heading_path[-1] if unit.heading_path else "",
             edges=ordered[:2],
         )
 
@@ -913,6 +995,13 @@ class EvidenceComposer:
                 self.row_group(u, weights, eid) if u.kind == UnitKind.ROW else self.point(u, eid)
                 for u in chosen
             ]
+            if not eid.startswith("value:") and not any(
+                eid in (e.source, e.target) for p in points for e in p.edges
+            ):
+                # a recommendation stands on a verified path: the best unit with an edge of it
+                backed = next((u for u in units if self._touches(u, eid)), None)
+                if backed is not None:
+                    points.append(self.point(backed, eid))
             name = (
                 eid.removeprefix("value:")
                 if eid.startswith("value:")
@@ -920,6 +1009,10 @@ class EvidenceComposer:
             )
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
+
+    def _touches(self, unit: EvidenceUnit, eid: str) -> bool:
+        """Whether a unit is the evidence of an edge that has `eid` at an end."""
+        return any(eid in (e.source, e.target) for e in self._edges.get((unit.doc, unit.start), []))
 
     def relevance(
         self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None
@@ -996,7 +1089,7 @@ class EvidenceComposer:
             about = [
                 r for r in pool if r.unit.subject in things or set(things) & set(r.unit.mentions)
             ]
-            if len(about) >= 2:
+            if about:
                 pool = about
         order = [
             (score, unit)

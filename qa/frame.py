@@ -61,15 +61,17 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
     ),
 ]
 _CHOICE = re.compile(
-    r"\bwhich\b|what should|what (?:do you )?(?:recommend|suggest)|\brecommend|\bsuggest|"
-    r"should (?:i|we) (?:use|pick|choose|install|try|look at|go with)|what (?:fits|to use|tool|"
+    r"\bwhich\b|what (?:\w+\s+){0,3}should|what (?:do you )?(?:recommend|suggest)|\brecommend|"
+    r"\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|take|follow)|"
+    r"what (?:fits|to use|tool|"
     r"framework|library|engine|project)|is there (?:a|an) |\bbest way\b|选哪|选什么|用什么|用哪|"
     r"用啥|推荐|哪个|哪一个|哪款|哪种|哪家|该选|该用|怎么选|如何选|有什么工具|什么工具|什么框架",
     re.I,
 )
 _RECOMMEND = re.compile(
     r"\brecommend|\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|learn|"
-    r"start)|what (?:should|to) use|what fits|best way|选哪|选什么|用什么|用哪|用啥|该选|该用|"
+    r"start|take|follow)|what (?:should|to) use|what fits|best way|"
+    r"选哪|选什么|用什么|用哪|用啥|该选|该用|"
     r"推荐(?:哪|什么|一个|一款|一下|用哪|用什么)|推荐[^，。？?]{0,8}[？?]|"
     r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|"
     r"what can (?:i|we) (?:use|rely on)|"
@@ -261,12 +263,17 @@ class QuestionFrame:
         ]
         options = [Option(o.text, o.start + asking[0]) for o in options]
         cue = bool(_CHOICE.search(asked))
-        choice = bool(options) or bool(_RECOMMEND.search(text)) or (cue and bool(types))
+        yes_no = bool(_YES_NO.search(asked))
+        # "Is FSDP still recommended?" asks about what it names, not for something to pick;
+        # "Is there a drop-in replacement…?" asks for something
+        seeks = re.search(r"\bis there\b|\bare there\b|有没有", asked, re.I)
+        recommend = bool(_RECOMMEND.search(text)) and not (yes_no and not types and not seeks)
+        choice = bool(options) or recommend or (cue and bool(types))
         return cls(
             text=text,
             injection=injection,
             choice=choice,
-            yes_no=bool(_YES_NO.search(asked)),
+            yes_no=yes_no,
             types=types or (asked_types(text) if choice else frozenset()),
             options=options,
             quantity=quantity_asked(text),
