@@ -129,5 +129,5 @@ def test_command_options_checked_against_help() -> None:
 
 def test_non_code_is_skipped() -> None:
     check = check_code("name: demo\nsteps: 3", "yaml")
-    assert check.language == "other"
+    assert check.language == "yaml"
     assert check.status.value == "skipped"
