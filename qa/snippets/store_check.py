@@ -31,11 +31,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ingest.code_repair import transcript_input
 from kg.documents import Snippet, SnippetStatus, content_hash
 from kg.errors import SnippetError, StoreError
 from kg.store import Store
 from qa.schema import SnippetReport
-from qa.snippets.shell import split_commands
+from qa.snippets.shell import command_dependencies
 from qa.snippets.static import imported_modules, undefined_names
 from qa.snippets.validate import SnippetCheck, check_code, to_report
 
@@ -56,8 +57,9 @@ __all__ = [
     "validate_store_snippets",
 ]
 
-CACHE_FORMAT = 1
-"""Version of the `snippet_results.json` layout; another version is ignored (re-validated)."""
+CACHE_FORMAT = 2
+"""Version of the `snippet_results.json` layout and of what a status means; another version is
+ignored (re-validated). 2: failures need evidence; builtins, data files and transcripts known."""
 
 _SUFFIX_LANGUAGE = {".py": "python", ".sh": "bash", ".bash": "bash", ".zsh": "bash"}
 _ABSENT = "absent"
@@ -194,9 +196,13 @@ def snippet_environment(check: SnippetCheck) -> dict[str, str]:
     (['pkg:pydantic', 'python'], True)
     """
     env = {"python": _python_state()}
-    if check.language == "bash":
-        for tokens in split_commands(check.code):
-            env[f"cmd:{tokens[0]}"] = _program_state(tokens[0])
+    if check.language in ("bash", "console"):
+        code = transcript_input(check.code)[0] if check.language == "console" else check.code
+        programs, modules = command_dependencies(code)
+        for program in programs:
+            env[f"cmd:{program}"] = _program_state(program)
+        for top in sorted({m.split(".")[0] for m in modules}):
+            env[f"pkg:{top}"] = _package_state(top)
         return env
     for top in sorted(_tops(check.code) | _tops(check.program)):
         env[f"pkg:{top}"] = _package_state(top)

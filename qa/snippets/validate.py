@@ -1,9 +1,11 @@
 """Validate a snippet level by level, and run it in the sandbox where that is safe and possible.
 
 Levels, each with an outcome and a reason: language, repair, parse, imports, apis, names, network,
-run (Python); command (shell). Status: `failed` if any level failed; `passed` if the snippet ran
-(or, for shell, every command exists and accepts its options); `skipped` otherwise, with the reason
-it could not be run (needs network, needs context, a module not installed here).
+run (Python); command (shell; a `$ ` console transcript: transcript, then command on what was
+typed). Status: `failed` if any level failed, which for commands takes evidence (the program
+rejects the option); `passed` if the snippet ran (or, for shell, every command exists and accepts
+its options); `skipped` otherwise, with the reason (needs network, needs context, a module not
+installed here, a command not checked and why).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ingest.code_repair import detect_language, repair_indentation
+from ingest.code_repair import detect_language, repair_indentation, transcript_input
 from kg.documents import Snippet, SnippetStatus, content_hash
 from kg.errors import SnippetError
 from qa.schema import SnippetReport
@@ -120,8 +122,8 @@ def check_code(
     c = _Checker(check)
     said = f" (labelled {language!r})" if language and language != lang else ""
     c.add("language", "info", f"{lang}{said}")
-    if lang == "bash":
-        _check_shell(code, c)
+    if lang in ("bash", "console"):
+        _check_shell(code, c, transcript=lang == "console")
     elif lang == "python":
         _check_python(code, c, execute, probe or shared_probe(), timeout_s, memory_mb)
     else:
@@ -129,25 +131,31 @@ def check_code(
     return check
 
 
-def _check_shell(code: str, c: _Checker) -> None:
+def _check_shell(code: str, c: _Checker, *, transcript: bool) -> None:
+    if transcript:
+        code, left_out = transcript_input(code)
+        typed = sum(1 for ln in code.splitlines() if ln.strip())
+        c.add(
+            "transcript",
+            "info",
+            f"a console session: {typed} line(s) typed after $ prompts are checked, "
+            f"{left_out} output line(s) are not",
+        )
     commands = split_commands(code)
     if not commands:
-        c.add("command", "skipped", "no command found")
+        c.add("command", "skipped", "no command to check (only comments or variable assignments)")
         return
-    reasons: list[str] = []
-    outcome: Outcome = "ok"
-    for tokens in commands:
-        cc = check_command_line(tokens)
-        if not cc.found or cc.reason:
-            outcome = "failed" if cc.found else ("skipped" if outcome == "ok" else outcome)
-            reasons.append(cc.reason)
-        elif cc.unknown_options:
-            outcome = "failed"
-            reasons.append(f"{cc.program} does not accept {', '.join(cc.unknown_options)}")
-        else:
-            opts = f" accepts {', '.join(cc.options)}" if cc.options else " found"
-            reasons.append(f"{cc.program}{opts}")
-    c.add("command", outcome, "; ".join(reasons) + " (checked as a command, not run)")
+    checks = [check_command_line(tokens) for tokens in commands]
+    verdicts = {cc.verdict for cc in checks}
+    outcome: Outcome = "skipped"
+    if "failed" in verdicts:
+        outcome = "failed"
+    elif "ok" in verdicts and verdicts <= {"ok", "builtin"}:
+        outcome = "ok"
+    first = [cc.reason for cc in checks if cc.verdict == "failed"]
+    reasons = dict.fromkeys(first + [cc.reason for cc in checks if cc.verdict != "failed"])
+    said = " (nothing was run)" if outcome == "skipped" else " (checked as a command, not run)"
+    c.add("command", outcome, "; ".join(reasons) + said)
 
 
 def _check_python(

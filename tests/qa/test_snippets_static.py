@@ -118,13 +118,100 @@ def test_split_commands() -> None:
     ]
 
 
+def test_split_commands_reads_shell_structure() -> None:
+    code = (
+        "docker run -it \\\n  --rm img 2>&1 > log.txt\n"  # a continued line, redirections
+        "curl -d '{\n  \"a\": 1\n}' http://x | python3 -c 'import sys'\n"  # a quote over lines
+        "cat <<EOF > conf.ini\n--not-a-command\nEOF\n"  # a heredoc body
+        "if [ -f x ]; then echo yes; fi\n"  # keywords
+        "setup() { make -j4; }\n"  # a function definition
+        "(cd build && make) &\n"  # a subshell, in the background
+        "export PATH=$(dirname $(which python)):$PATH\n"  # command substitutions
+    )
+    assert split_commands(code) == [
+        ["docker", "run", "-it", "--rm", "img"],
+        ["curl", "-d", '{\n  "a": 1\n}', "http://x"],
+        ["python3", "-c", "import sys"],
+        ["cat"],
+        ["[", "-f", "x", "]"],
+        ["echo", "yes"],
+        ["make", "-j4"],
+        ["cd", "build"],
+        ["make"],
+        ["export", "PATH=__substitution__:$PATH"],
+    ]
+
+
 def test_command_options_checked_against_help() -> None:
     ok = check_command_line(["ls", "-l", "--all"])
     assert ok.ok, ok
     bad = check_command_line(["ls", "--no-such-option-kgqa"])
     assert bad.found and bad.unknown_options == ["--no-such-option-kgqa"]
+    assert bad.verdict == "failed"
+    assert "`ls --no-such-option-kgqa --help` says: ls: unrecognized option" in bad.reason
     missing = check_command_line(["no-such-program-kgqa", "--x"])
     assert not missing.found and "not installed" in missing.reason
+    assert missing.verdict == "not checked"
+
+
+@pytest.mark.parametrize(
+    ("tokens", "verdict", "said"),
+    [
+        (["cd", "build"], "builtin", "cd is a shell builtin: not checked"),
+        (["source", ".venv/bin/activate"], "builtin", "source is a shell builtin: not checked"),
+        (["no-such-tool-kgqa", "run"], "not checked", "no-such-tool-kgqa is not installed here"),
+        (["./install.sh", "--local"], "not checked", "./install.sh is a file of the project"),
+        (["$LAUNCHER", "--fast"], "not checked", "the program is a variable"),
+        (
+            ["python3", "-m", "no_such_pkg_kgqa.serve", "--model-path", "m"],
+            "not checked",
+            "the module no_such_pkg_kgqa.serve is not installed here: its arguments are not",
+        ),
+        (
+            ["python3", "-m", "json.tool", "--sort-keys", "a.json"],
+            "not checked",
+            "--sort-keys go to the module json.tool: not checked",
+        ),
+        (
+            ["python3", "train.py", "--epochs", "3"],
+            "not checked",
+            "--epochs go to the script train.py: not checked",
+        ),
+        (["python3", "-u", "-m", "json.tool", "a.json"], "ok", "python3 accepts -u, -m"),
+        (
+            ["python3", "-c", "print(1"],
+            "failed",
+            "python3 -c: the code does not parse: SyntaxError: '(' was never closed",
+        ),
+        (["sudo", "-E", "ls", "-l"], "ok", "ls accepts -l"),
+    ],
+)
+def test_commands_that_cannot_be_checked_say_why(
+    tokens: list[str], verdict: str, said: str
+) -> None:
+    check = check_command_line(tokens)
+    assert check.verdict == verdict, check
+    assert said in check.reason
+
+
+def test_subcommand_options_and_letter_clusters_read_the_right_help() -> None:
+    git = check_command_line(["git", "clone", "--recursive", "-q", "https://x/y"])
+    assert git.ok and git.reason == "git clone accepts --recursive, -q"
+    pip = check_command_line(["pip", "install", "-U", "-r", "r.txt", "--no-build-isolation"])
+    assert pip.ok, pip.reason
+    curl = check_command_line(["curl", "--proto", "=https", "--tlsv1.2", "-sSfL", "https://x"])
+    assert curl.ok, curl.reason  # from `curl --help all`: `curl --help` lists a few options
+    assert check_command_line(["make", "-j8"]).ok  # a short option with its value attached
+
+
+def test_options_no_help_can_vouch_for_are_not_checked() -> None:
+    shell = check_command_line(["sh", "-s", "--", "-y"])  # dash has no --help at all
+    assert shell.verdict == "not checked"
+    assert "`sh --help` lists no options" in shell.reason
+    # after a URL, an option is not put to curl alone, and curl's help may not list it
+    curl = check_command_line(["curl", "https://x", "--no-such-option-kgqa"])
+    assert curl.verdict == "not checked"
+    assert "--no-such-option-kgqa not in its --help, which may not list every option" in curl.reason
 
 
 def test_non_code_is_skipped() -> None:
