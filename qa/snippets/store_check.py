@@ -38,7 +38,7 @@ from kg.store import Store
 from qa.schema import SnippetReport
 from qa.snippets.shell import command_dependencies
 from qa.snippets.static import imported_modules, undefined_names
-from qa.snippets.validate import SnippetCheck, check_code, to_report
+from qa.snippets.validate import SnippetCheck, check_code, decisive_reason, to_report
 
 __all__ = [
     "CACHE_FORMAT",
@@ -196,15 +196,19 @@ def snippet_environment(check: SnippetCheck) -> dict[str, str]:
     (['pkg:pydantic', 'python'], True)
     """
     env = {"python": _python_state()}
+    code = check.code
+    if check.language in ("console", "pycon"):
+        code = transcript_input(code)[0]
     if check.language in ("bash", "console"):
-        code = transcript_input(check.code)[0] if check.language == "console" else check.code
         programs, modules = command_dependencies(code)
         for program in programs:
             env[f"cmd:{program}"] = _program_state(program)
-        for top in sorted({m.split(".")[0] for m in modules}):
+        for top in sorted({m.split(".")[0] for m in modules} - sys.stdlib_module_names):
             env[f"pkg:{top}"] = _package_state(top)
         return env
-    for top in sorted(_tops(check.code) | _tops(check.program)):
+    if check.language == "yaml":  # checked with PyYAML where it is installed
+        env["pkg:yaml"] = _package_state("yaml")
+    for top in sorted(_tops(code) | _tops(check.program)):
         env[f"pkg:{top}"] = _package_state(top)
     return env
 
@@ -311,28 +315,6 @@ def _validate(snippet: Snippet, execute: bool) -> tuple[Snippet, CachedResult]:
         seconds=seconds,
     )
     return _apply(snippet, entry), entry
-
-
-def decisive_reason(detail: str) -> str:
-    """The line of a validation detail that decided the status.
-
-    The first failed level; else the run (or command) level; else the first skipped one.
-
-    >>> decisive_reason("parse: ok — compiles\\napis: failed — x\\nrun: skipped — not run")
-    'apis: failed — x'
-    >>> decisive_reason("language: info — json\\nparse: skipped — neither Python nor shell")
-    'parse: skipped — neither Python nor shell'
-    """
-    lines = [ln for ln in detail.splitlines() if ln.strip()]
-    for test in (
-        lambda ln: ": failed" in ln,
-        lambda ln: ln.startswith(("run:", "command:")),
-        lambda ln: ": skipped" in ln,
-    ):
-        hit = next((ln for ln in lines if test(ln)), None)
-        if hit is not None:
-            return hit
-    return lines[-1] if lines else ""
 
 
 def validate_store_snippets(

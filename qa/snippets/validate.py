@@ -1,11 +1,18 @@
 """Validate a snippet level by level, and run it in the sandbox where that is safe and possible.
 
-Levels, each with an outcome and a reason: language, repair, parse, imports, apis, names, network,
-run (Python); command (shell; a `$ ` console transcript: transcript, then command on what was
-typed). Status: `failed` if any level failed, which for commands takes evidence (the program
-rejects the option); `passed` if the snippet ran (or, for shell, every command exists and accepts
-its options); `skipped` otherwise, with the reason (needs network, needs context, a module not
-installed here, a command not checked and why).
+Levels, each with an outcome and a reason:
+
+- Python: language, repair, parse, imports, names, apis, network, run;
+- a `>>>` session: transcript (the output lines are left out), then the Python levels;
+- shell: command; a `$ ` console transcript: transcript, then command on what was typed;
+- JSON, YAML, TOML, Dockerfile: syntax (parsed, never run);
+- output, plain text and other languages: check, always skipped with the reason.
+
+Status: `failed` only on evidence (a parse error, an API that does not exist or does not take
+an argument, a program that rejects an option, a non-zero exit in the sandbox with no stand-in
+fixture involved); `passed` if the snippet ran, every command checked out, or the file parsed;
+`skipped` otherwise, with the reason (needs network, needs context, not installed here, not
+checked and why).
 """
 
 from __future__ import annotations
@@ -18,7 +25,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ingest.code_repair import detect_language, repair_indentation, transcript_input
+from ingest.code_repair import (
+    DATA_LANGUAGES,
+    compiles,
+    describe_output,
+    detect_language,
+    repair_indentation,
+    strip_magics,
+    transcript_input,
+)
 from kg.documents import Snippet, SnippetStatus, content_hash
 from kg.errors import SnippetError
 from qa.schema import SnippetReport
@@ -29,6 +44,7 @@ from qa.snippets.shell import check_command_line, split_commands
 from qa.snippets.static import (
     ImportCheck,
     api_calls,
+    check_data,
     check_imports,
     implicit_imports,
     import_bindings,
@@ -38,9 +54,11 @@ from qa.snippets.static import (
 )
 
 __all__ = [
+    "DECISIVE_LEVELS",
     "LevelOutcome",
     "SnippetCheck",
     "check_code",
+    "decisive_reason",
     "format_snippet_table",
     "to_report",
     "validate_code",
@@ -48,6 +66,8 @@ __all__ = [
 ]
 
 Outcome = Literal["ok", "failed", "skipped", "info"]
+DECISIVE_LEVELS = ("run", "command", "syntax")
+"""Levels whose `ok` makes a snippet pass: it ran, its commands checked out, or it parsed."""
 
 
 class LevelOutcome(BaseModel):
@@ -81,11 +101,12 @@ class SnippetCheck(BaseModel):
 
     @property
     def status(self) -> SnippetStatus:
-        """failed if a level failed; passed if it ran (or its commands check out); else skipped."""
+        """failed if a level failed; passed if it ran, its commands check out or it parsed (a
+        data file); else skipped."""
         outcomes = {lv.level: lv.outcome for lv in self.levels}
         if "failed" in outcomes.values():
             return SnippetStatus.FAILED
-        if outcomes.get("run") == "ok" or outcomes.get("command") == "ok":
+        if any(outcomes.get(level) == "ok" for level in DECISIVE_LEVELS):
             return SnippetStatus.PASSED
         return SnippetStatus.SKIPPED
 
@@ -124,11 +145,44 @@ def check_code(
     c.add("language", "info", f"{lang}{said}")
     if lang in ("bash", "console"):
         _check_shell(code, c, transcript=lang == "console")
-    elif lang == "python":
-        _check_python(code, c, execute, probe or shared_probe(), timeout_s, memory_mb)
+    elif lang in ("python", "pycon"):
+        python = code
+        if lang == "pycon":
+            python, left_out = transcript_input(code)
+            statements = sum(1 for ln in python.splitlines() if ln.strip())
+            c.add(
+                "transcript",
+                "info",
+                f"a Python session: {statements} line(s) typed after >>> / ... are checked, "
+                f"{left_out} output line(s) are not",
+            )
+        _check_python(python, c, execute, probe or shared_probe(), timeout_s, memory_mb)
+        if lang == "pycon":
+            check.code, check.repaired = code, False  # shown as the session it was
+    elif lang in DATA_LANGUAGES:
+        outcome, reason = check_data(code, lang)
+        c.add("syntax", outcome, reason)
     else:
-        c.add("parse", "skipped", "neither Python nor a shell command: not checked")
+        c.add("check", "skipped", _not_checked_reason(lang, code))
     return check
+
+
+def _not_checked_reason(lang: str, code: str) -> str:
+    """Why a block is not checked at all: it is output, text, or a language kgqa does not check.
+
+    >>> _not_checked_reason("output", "step  loss\\n1     0.52\\n2     0.47")
+    'not checked: a table of numbers (program output), not code'
+    >>> _not_checked_reason("rust", "fn main() {}")
+    'not checked: rust is not a language kgqa checks (Python, shell, JSON, YAML, TOML, Dockerfile)'
+    """
+    if lang == "output":
+        return f"not checked: {describe_output(code) or 'output'} (program output), not code"
+    if lang == "text":
+        return "not checked: plain text, not recognised as code or data"
+    return (
+        f"not checked: {lang} is not a language kgqa checks "
+        "(Python, shell, JSON, YAML, TOML, Dockerfile)"
+    )
 
 
 def _check_shell(code: str, c: _Checker, *, transcript: bool) -> None:
@@ -161,16 +215,27 @@ def _check_shell(code: str, c: _Checker, *, transcript: bool) -> None:
 def _check_python(
     code: str, c: _Checker, execute: bool, probe: SignatureProbe, timeout_s: float, memory_mb: int
 ) -> None:
+    magics: list[str] = []
+    if not compiles(code) and not repair_indentation(code).repaired:
+        unmagic, magics = strip_magics(code)
+        code = unmagic if magics else code
     repair = repair_indentation(code)
     c.check.code, c.check.repaired = repair.code, repair.repaired
-    c.add("repair", "info", repair.detail)
+    said = f"; IPython magics not checked: {', '.join(magics)}" if magics else ""
+    c.add("repair", "info", repair.detail + said)
+    top_level_await = False
     try:
         tree = ast.parse(repair.code)
-        compile(tree, "<snippet>", "exec", dont_inherit=True)
+        try:
+            compile(tree, "<snippet>", "exec", dont_inherit=True)
+        except SyntaxError:
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            compile(tree, "<snippet>", "exec", flags=flags, dont_inherit=True)
+            top_level_await = True
     except SyntaxError as exc:
         c.add("parse", "failed", f"SyntaxError: {exc.msg} (line {exc.lineno})")
         return
-    c.add("parse", "ok", "compiles")
+    c.add("parse", "ok", "compiles" + (" with top-level await" if top_level_await else ""))
     bindings = import_bindings(tree)
     imports = check_imports(tree)
     missing_mods = [i.module for i in imports if not i.found]
@@ -190,6 +255,10 @@ def _check_python(
         ("needs network: " + "; ".join(needs) + " — not run") if needs else "none needed",
     )
     blockers = _run_blockers(c.check.levels, missing_mods, completion, needs, execute)
+    if magics:
+        blockers.append(f"IPython magics ({', '.join(magics)}) run only in IPython")
+    if top_level_await:
+        blockers.append("top-level await runs only in a notebook or the asyncio REPL")
     if blockers:
         c.add("run", "skipped", "not run: " + "; ".join(blockers))
         return
@@ -298,7 +367,18 @@ def _run(completion: Completion, c: _Checker, timeout_s: float, memory_mb: int) 
         how += " with fixtures " + ", ".join(f.name for f in completion.fixtures)
     if not result.ok:
         tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
-        c.add("run", "failed", f"{how}: {tail}" if tail else how)
+        said = f"{how}: {tail}" if tail else how
+        stand_ins = [f for f in completion.fixtures if f.provides and f.name != "missing_import"]
+        if stand_ins and not tail.startswith(("ImportError", "ModuleNotFoundError")):
+            names = ", ".join(f"{n} ({f.name})" for f in stand_ins for n in f.provides)
+            c.add(
+                "run",
+                "skipped",
+                f"{said} — the run used stand-ins for {names}, so this is no evidence against "
+                "the snippet",
+            )
+            return
+        c.add("run", "failed", said)
         return
     for line in result.stdout.splitlines():
         if line.startswith(CHECK_MARKER):
@@ -354,6 +434,29 @@ def to_report(snippet: Snippet) -> SnippetReport:
     )
 
 
+def decisive_reason(detail: str) -> str:
+    """The line of a validation detail that decided the status.
+
+    The first failed level; else the level that passes a snippet (run, command, syntax); else
+    the first skipped one.
+
+    >>> decisive_reason("parse: ok — compiles\\napis: failed — x\\nrun: skipped — not run")
+    'apis: failed — x'
+    >>> decisive_reason("language: info — rust\\ncheck: skipped — not checked: rust is ...")
+    'check: skipped — not checked: rust is ...'
+    """
+    lines = [ln for ln in detail.splitlines() if ln.strip()]
+    for test in (
+        lambda ln: ": failed" in ln,
+        lambda ln: ln.startswith(tuple(f"{level}:" for level in DECISIVE_LEVELS)),
+        lambda ln: ": skipped" in ln,
+    ):
+        hit = next((ln for ln in lines if test(ln)), None)
+        if hit is not None:
+            return hit
+    return lines[-1] if lines else ""
+
+
 def format_snippet_table(snippets: Iterable[Snippet]) -> str:
     """A plain-text table: id, where, language, status, first reason that decided it.
 
@@ -365,12 +468,8 @@ def format_snippet_table(snippets: Iterable[Snippet]) -> str:
     """
     rows = [("id", "where", "lang", "status", "reason")]
     for s in snippets:
-        lines = s.detail.splitlines()
-        decisive = next((ln for ln in lines if ": failed" in ln), None) or (
-            next((ln for ln in lines if ln.startswith("run:") or ln.startswith("command:")), "")
-        )
         where = f"{s.doc}@{s.start}" if s.doc else "-"
-        rows.append((s.id, where, s.language, s.status.value, decisive))
+        rows.append((s.id, where, s.language, s.status.value, decisive_reason(s.detail)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join(
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows
