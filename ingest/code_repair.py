@@ -537,27 +537,23 @@ def describe_output(code: str) -> str | None:
         if hits and hits >= share * len(lines):
             return what
     rows = [re.split(r"[\s|]+", ln.strip(" |")) for ln in lines]
-    numeric = [sum(1 for cell in row if _NUMBER.match(cell)) for row in rows]
-    if len(lines) >= 2 and sum(1 for n, r in zip(numeric, rows, strict=True) if n >= 2) * 2 >= len(
-        rows
-    ):
-        return "a table of numbers"
-    return None
+    numeric_rows = sum(1 for row in rows if sum(1 for cell in row if _NUMBER.match(cell)) >= 2)
+    return "a table of numbers" if len(rows) >= 2 and numeric_rows * 2 >= len(rows) else None
 
 
 def _unlabelled(code: str) -> str:
-    if _is_json(code):
-        return "json"
-    if _is_toml(code):
-        return "toml"
-    if _is_dockerfile(code):
-        return "dockerfile"
-    if _is_python(code):
-        return "python"
-    if _looks_like_shell(code):
-        return "bash"
-    if _is_yaml(code):
-        return "yaml"
+    """What an unlabelled block is: the first kind whose test it passes, tried from the most
+    particular (JSON parses or not) to the loosest (a few shell-looking lines)."""
+    for language, test in (
+        ("json", _is_json),
+        ("toml", _is_toml),
+        ("dockerfile", _is_dockerfile),
+        ("python", _is_python),
+        ("bash", _looks_like_shell),
+        ("yaml", _is_yaml),
+    ):
+        if test(code):
+            return language
     return "output" if describe_output(code) else "text"
 
 

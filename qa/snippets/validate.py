@@ -146,16 +146,7 @@ def check_code(
     if lang in ("bash", "console"):
         _check_shell(code, c, transcript=lang == "console")
     elif lang in ("python", "pycon"):
-        python = code
-        if lang == "pycon":
-            python, left_out = transcript_input(code)
-            statements = sum(1 for ln in python.splitlines() if ln.strip())
-            c.add(
-                "transcript",
-                "info",
-                f"a Python session: {statements} line(s) typed after >>> / ... are checked, "
-                f"{left_out} output line(s) are not",
-            )
+        python = _typed(code, c, "a Python session", ">>> / ...") if lang == "pycon" else code
         _check_python(python, c, execute, probe or shared_probe(), timeout_s, memory_mb)
         if lang == "pycon":
             check.code, check.repaired = code, False  # shown as the session it was
@@ -185,16 +176,22 @@ def _not_checked_reason(lang: str, code: str) -> str:
     )
 
 
+def _typed(code: str, c: _Checker, session: str, prompts: str) -> str:
+    """What was typed in a transcript (what is checked), saying how much output is left out."""
+    typed, left_out = transcript_input(code)
+    lines = sum(1 for ln in typed.splitlines() if ln.strip())
+    c.add(
+        "transcript",
+        "info",
+        f"{session}: {lines} line(s) typed after {prompts} prompts are checked, "
+        f"{left_out} output line(s) are not",
+    )
+    return typed
+
+
 def _check_shell(code: str, c: _Checker, *, transcript: bool) -> None:
     if transcript:
-        code, left_out = transcript_input(code)
-        typed = sum(1 for ln in code.splitlines() if ln.strip())
-        c.add(
-            "transcript",
-            "info",
-            f"a console session: {typed} line(s) typed after $ prompts are checked, "
-            f"{left_out} output line(s) are not",
-        )
+        code = _typed(code, c, "a console session", "$")
     commands = split_commands(code)
     if not commands:
         c.add("command", "skipped", "no command to check (only comments or variable assignments)")

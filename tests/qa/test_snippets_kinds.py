@@ -150,7 +150,8 @@ def test_a_python_session_runs_what_was_typed() -> None:
     assert check.status is SnippetStatus.PASSED, check.detail
     assert check.code == code  # shown as the session it was
     assert check.levels[1].reason == (
-        "a Python session: 4 line(s) typed after >>> / ... are checked, 2 output line(s) are not"
+        "a Python session: 4 line(s) typed after >>> / ... prompts are checked, 2 output line(s) "
+        "are not"
     )
     assert _decisive(check).startswith("run: ok — exit 0")
 
