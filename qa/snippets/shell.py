@@ -18,6 +18,7 @@ import ast
 import contextlib
 import difflib
 import functools
+import itertools
 import os
 import re
 import shlex
@@ -64,7 +65,6 @@ _INTERPRETERS = {"bash", "sh", "zsh", "dash", "node", "perl", "ruby", "Rscript",
 _SCRIPT_RE = re.compile(r"\.(py|sh|bash|zsh|js|mjs|cjs|ts|rb|pl|r|jl|lua|php|ps1)$", re.I)
 _HAS_OPTIONS = re.compile(r"^\s*-{1,2}[A-Za-z0-9?]", re.MULTILINE)
 _HELP_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
-_ARGPARSE = re.compile(r"^\s*usage: \S+ \[-h\]")
 _ARGPARSE_OPTIONS = re.compile(r"^(options|optional arguments):", re.MULTILINE)
 _COMMAND_LINE = re.compile(
     r"^[ \t]{1,10}([a-z][\w-]*)(?:,[ \t]*[\w-]+)*(?:[ \t]{2,}\S|[ \t]*$)", re.M
@@ -72,7 +72,8 @@ _COMMAND_LINE = re.compile(
 _CHOICES = re.compile(r"\{([\w-]+(?:,[\w-]+)+)\}")
 _REJECTS = re.compile(
     r"unrecogni[sz]ed (option|argument)|unknown (shorthand )?(option|flag|argument)|"
-    r"no such option|invalid option(?! (argument|value))|illegal option|option \S+: is unknown",
+    r"no such option|invalid option(?! (argument|value))|illegal option|option \S+: is unknown|"
+    r"unexpected argument|bad option",
     re.IGNORECASE,
 )
 
@@ -215,13 +216,12 @@ class _Split(NamedTuple):
     handed_to: str | None  # "the script train.py", "the module pkg"
     handed: list[str]  # options after it
     python_code: str | None  # python -c CODE
-    after: dict[str, int]  # option → how many positionals come before it
+    region: list[str]  # the program's own arguments, in order (before a script or module)
 
 
 def _split(program: str, args: list[str]) -> _Split:
     own: list[str] = []
     positionals: list[str] = []
-    after: dict[str, int] = {}
     python = bool(_PYTHON_RE.match(program))
     interpreter = python or program in _INTERPRETERS
     i = 0
@@ -232,22 +232,20 @@ def _split(program: str, args: list[str]) -> _Split:
             break
         if python and tok in ("-m", "-c") and i + 1 < len(args):
             own.append(tok)
-            after.setdefault(tok, len(positionals))
-            rest = _opts(args[i + 2 :])
+            rest, region = _opts(args[i + 2 :]), args[: i + 2]
             if tok == "-c":
-                return _Split(own, positionals, "the code after -c", rest, args[i + 1], after)
-            return _Split(own, positionals, f"the module {args[i + 1]}", rest, None, after)
+                return _Split(own, positionals, "the code after -c", rest, args[i + 1], region)
+            return _Split(own, positionals, f"the module {args[i + 1]}", rest, None, region)
         if tok.startswith("-") and tok != "-":
             own.append(_option_name(tok))
-            after.setdefault(own[-1], len(positionals))
             i += 2 if python and tok in ("-W", "-X") else 1
             continue
         positionals.append(tok)
         if interpreter or _SCRIPT_RE.search(tok):
             rest = _opts(args[i + 1 :])
-            return _Split(own, positionals, f"the script {tok}", rest, None, after)
+            return _Split(own, positionals, f"the script {tok}", rest, None, args[: i + 1])
         i += 1
-    return _Split(own, positionals, None, [], None, after)
+    return _Split(own, positionals, None, [], None, args)
 
 
 def _opts(tokens: list[str]) -> list[str]:
@@ -300,8 +298,51 @@ def _read_help(prefix: tuple[str, ...], timeout_s: float) -> _Help:
     commands = set(_COMMAND_LINE.findall(text))
     for group in _CHOICES.findall(text):
         commands.update(group.split(","))
-    argparse = bool(_ARGPARSE.match(text) and _ARGPARSE_OPTIONS.search(text))
+    # argparse: `usage: PROG [-h] ...` (a subparser's: `usage: PROG ... SUB [-h] ...`)
+    usage = rf"\s*usage: [^\n]*?(?<![\w-]){re.escape(os.path.basename(prefix[-1]))} \[-h\]"
+    argparse = bool(re.match(usage, text) and _ARGPARSE_OPTIONS.search(text))
     return _Help(text, argparse, frozenset(commands), bool(_HAS_OPTIONS.search(text)))
+
+
+def _takes_value(option: str, text: str) -> bool:
+    """Whether the help line that lists `option` shows a value after it (`--name string`,
+    `-o, --output <file>`, `--width=COLS`; not an optional `--color[=WHEN]`).
+
+    >>> _takes_value("-p", "  -d, --detach         Run\\n  -p, --publish list   Publish")
+    True
+    >>> _takes_value("-d", "  -d, --detach         Run\\n  -p, --publish list   Publish")
+    False
+    """
+    for line in text.splitlines():
+        spec = re.split(r"\s{2,}|\t| : ", line.strip(), maxsplit=1)[0]
+        if not spec.startswith("-"):
+            continue
+        words = [w for w in re.split(r"[,\s]+", spec) if w]
+        names = {re.split(r"[=\[]", w)[0] for w in words if w.startswith("-")}
+        if option in names or option.replace("_", "-") in names:
+            return "[=" not in spec and ("=" in spec or any(not w.startswith("-") for w in words))
+    return False
+
+
+def _words_before(region: list[str], text: str) -> tuple[dict[str, int], list[str]]:
+    """Option → how many words (neither options nor their values) come before it; the words.
+
+    >>> _words_before(["run", "--name", "web", "-d", "img", "--rm"], "  --name string  Name")
+    ({'--name': 1, '-d': 1, '--rm': 2}, ['run', 'img'])
+    """
+    out: dict[str, int] = {}
+    words: list[str] = []
+    value_next = False
+    for tok in region:
+        if value_next:
+            value_next = False
+        elif tok.startswith("-") and tok != "-":
+            name = _option_name(tok)
+            out.setdefault(name, len(words))
+            value_next = "=" not in tok and _takes_value(name, text)
+        else:
+            words.append(tok)
+    return out, words
 
 
 def _in_help(option: str, text: str) -> bool:
@@ -435,7 +476,7 @@ def _check_options(command: str, program: str, split: _Split, timeout_s: float) 
     handed = _handed_reason(split)
     if not split.own:
         return _finish(base, program, handed, [], [])
-    leading = split.positionals[: min(split.after.values(), default=len(split.positionals))]
+    leading = list(itertools.takewhile(lambda t: not t.startswith("-"), split.region))
     prefix = _subcommands(program, leading, timeout_s)
     name = " ".join(prefix)
     try:
@@ -448,12 +489,17 @@ def _check_options(command: str, program: str, split: _Split, timeout_s: float) 
         return _finish(base, name, handed, [f"{exc}: its options are not checked"], [])
     failures: list[str] = []
     unchecked: list[str] = []
+    after, words = _words_before(split.region, help_.text)
+    placed = len(prefix) - 1  # the words that are subcommands
+    unplaced: list[str] = []
     for option in dict.fromkeys(split.own):
         if _listed(option, help_):
             continue
         opt = option.split("=", 1)[0]
-        if split.after[option] > len(prefix) - 1 and not (help_.argparse and not help_.commands):
-            base.unchecked_options.append(opt)  # after a word that is not a known subcommand
+        if after.get(option, 0) > placed:
+            # after a word that is no known subcommand: it may be an unlisted subcommand's, or
+            # go to what that word names (`torchrun -m pkg.train --cfg c`)
+            unplaced.append(opt)
             continue
         said = None if help_.argparse else _rejection(prefix, opt, timeout_s)
         if said:
@@ -473,6 +519,12 @@ def _check_options(command: str, program: str, split: _Split, timeout_s: float) 
             f"{name}: {', '.join(base.unchecked_options)} not in its --help, which may not list "
             "every option: not checked"
         )
+    if unplaced:
+        unchecked.append(
+            f"{name}: {', '.join(unplaced)} not in its --help and after {words[placed]!r}, "
+            f"which may take {'it' if len(unplaced) == 1 else 'them'}: not checked"
+        )
+        base.unchecked_options += unplaced
     return _finish(base, name, handed, unchecked, failures)
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
+import shutil
 from collections.abc import Iterator
 
 import pytest
 
+from qa.snippets import shell
 from qa.snippets.probe import SignatureProbe
+from qa.snippets.sandbox import SandboxResult
 from qa.snippets.shell import check_command_line, split_commands
 from qa.snippets.static import (
     ApiCall,
@@ -212,7 +215,45 @@ def test_options_no_help_can_vouch_for_are_not_checked() -> None:
     # after a URL, an option is not put to curl alone, and curl's help may not list it
     curl = check_command_line(["curl", "https://x", "--no-such-option-kgqa"])
     assert curl.verdict == "not checked"
-    assert "--no-such-option-kgqa not in its --help, which may not list every option" in curl.reason
+    assert curl.reason == (
+        "curl: --no-such-option-kgqa not in its --help and after 'https://x', which may take it: "
+        "not checked"
+    )
+
+
+@pytest.fixture
+def fresh_help_caches() -> Iterator[None]:
+    shell._read_help.cache_clear()
+    shell._rejection.cache_clear()
+    yield
+    shell._read_help.cache_clear()
+    shell._rejection.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_help_caches")
+def test_an_option_missing_from_a_help_that_may_be_partial_is_not_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No program here both lists only some of its options and takes an unknown one without a
+    # word: a fake sandbox plays one (`ls` is only the name found on the PATH).
+    def sandbox(argv: list[str], **_: object) -> SandboxResult:
+        return SandboxResult(
+            returncode=0, stdout="Usage: ls [OPTION]\n  -a   all\n", network="none"
+        )
+
+    monkeypatch.setattr(shell, "run_sandboxed", sandbox)
+    check = check_command_line(["ls", "-a", "--colour"])
+    assert check.verdict == "not checked"
+    assert check.reason == (
+        "ls: --colour not in its --help, which may not list every option: not checked"
+    )
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not on the PATH")
+def test_a_rust_cli_rejecting_an_option_is_evidence() -> None:
+    check = check_command_line(["ruff", "check", "--no-such-option-kgqa", "src"])
+    assert check.verdict == "failed"
+    assert "error: unexpected argument '--no-such-option-kgqa' found" in check.reason
 
 
 @pytest.mark.skipif(not HAS_YAML, reason="PyYAML is not installed")
