@@ -440,15 +440,20 @@ def _is_toml(code: str) -> bool:
 
 def dockerfile_lines(code: str) -> list[tuple[int, str]]:
     """Logical lines of a Dockerfile as (first line number, text): comments and blank lines
-    dropped, continuations (a trailing backslash) joined, heredoc bodies (`RUN <<EOF`) skipped.
+    dropped, continuations (a trailing backslash, or the `# escape=` character) joined, heredoc
+    bodies (`RUN <<EOF`) skipped.
 
     >>> dockerfile_lines("FROM x\\n# c\\nRUN a \\\\\\n  && b\\nRUN <<EOF\\necho hi\\nEOF")
     [(1, 'FROM x'), (3, 'RUN a && b'), (5, 'RUN <<EOF')]
+    >>> dockerfile_lines("# escape=`\\nFROM x\\nRUN a `\\n  && b")
+    [(2, 'FROM x'), (3, 'RUN a && b')]
     """
     out: list[tuple[int, str]] = []
     buf: list[str] = []
     start = 0
     heredoc: str | None = None
+    directive = re.match(r"\s*#\s*escape\s*=\s*(\S)", code)
+    escape = directive.group(1) if directive else "\\"
     for number, raw in enumerate(code.splitlines(), 1):
         line = raw.strip()
         if heredoc is not None:
@@ -459,8 +464,8 @@ def dockerfile_lines(code: str) -> list[tuple[int, str]]:
         if buf and line.startswith("#"):
             continue  # a comment inside a continued instruction
         start = start if buf else number
-        buf.append(line.rstrip("\\").strip() if line.endswith("\\") else line)
-        if line.endswith("\\"):
+        buf.append(line.removesuffix(escape).strip())
+        if line.endswith(escape):
             continue
         text = " ".join(p for p in buf if p)
         out.append((start, text))
@@ -541,6 +546,25 @@ def describe_output(code: str) -> str | None:
     return "a table of numbers" if len(rows) >= 2 and numeric_rows * 2 >= len(rows) else None
 
 
+def _looks_like(language: str, code: str) -> bool:
+    """Whether a block labelled as a data language could be one at all (a `json` label on a
+    curl command is a mislabel, not a broken JSON file); YAML takes almost any text.
+
+    >>> _looks_like("json", "curl -d '{}' http://x"), _looks_like("dockerfile", "RUN make")
+    (False, True)
+    """
+    text = code.strip()
+    if language == "json":
+        return re.match(r'[{\["\d-]|true|false|null', text) is not None
+    if language == "toml":
+        return "=" in text or _TOML_TABLE.search(text) is not None
+    if language == "dockerfile":
+        return any(
+            line.split()[0].upper() in DOCKERFILE_INSTRUCTIONS for _, line in dockerfile_lines(code)
+        )
+    return True
+
+
 def _unlabelled(code: str) -> str:
     """What an unlabelled block is: the first kind whose test it passes, tried from the most
     particular (JSON parses or not) to the loosest (a few shell-looking lines)."""
@@ -582,7 +606,7 @@ def detect_language(code: str, label: str | None = None) -> str:
     if transcript:
         return transcript
     if lab in DATA_LANGUAGES:
-        return lab
+        return lab if _looks_like(lab, code) else _unlabelled(code)
     if lab == "python":
         return "bash" if not _is_python(code) and _looks_like_shell(code) else "python"
     if lab in ("bash", "console"):

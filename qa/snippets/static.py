@@ -319,7 +319,8 @@ def _shape(value: object) -> str:
 
 
 def _relaxed_json(text: str) -> str:
-    """JSON without what documentation adds to it: comments, `...` elisions, trailing commas.
+    """JSON without what documentation adds to it: comments, `...` elisions, `<placeholders>`,
+    trailing commas.
 
     >>> _relaxed_json('{"a": 1, // one\\n ..., "u": "http://x"}')
     '{"a": 1, "u": "http://x"}'
@@ -344,6 +345,10 @@ def _relaxed_json(text: str) -> str:
         elif text.startswith("...", i) or ch == "…":
             i += 3 if ch == "." else 1
             continue
+        elif placeholder := re.match(r"<[^<>\n]+>", text[i:]):
+            out.append("null")  # <your-api-key>
+            i += placeholder.end()
+            continue
         else:
             out.append(ch)
         i += 1
@@ -367,8 +372,8 @@ def _check_json(text: str) -> tuple[DataOutcome, str]:
     except json.JSONDecodeError:
         return "failed", f"invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
     return "skipped", (
-        "not strict JSON as written (comments, '...' elisions or trailing commas), "
-        "well-formed without them: not checked further"
+        "not strict JSON as written (comments, '...' elisions, <placeholders> or trailing "
+        "commas), well-formed without them: not checked further"
     )
 
 
@@ -377,8 +382,8 @@ def _check_yaml(text: str) -> tuple[DataOutcome, str]:
         yaml = importlib.import_module("yaml")
     except ImportError:
         return "skipped", "not checked: no YAML parser here (PyYAML is not installed)"
-    try:
-        documents = list(yaml.safe_load_all(text))
+    try:  # composed, not constructed: the syntax is checked, tags such as !Ref need no meaning
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         if "{{" in text or "{%" in text:
             return (
@@ -389,7 +394,11 @@ def _check_yaml(text: str) -> tuple[DataOutcome, str]:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return "failed", f"invalid YAML: {problem}{where}"
-    shown = _shape(documents[0]) if len(documents) == 1 else f"{len(documents)} documents"
+    if len(documents) != 1:
+        return "ok", f"valid YAML ({len(documents)} documents)"
+    node = documents[0]
+    kind = {"MappingNode": "a mapping of {n} key(s)", "SequenceNode": "a list of {n} item(s)"}
+    shown = kind.get(type(node).__name__, "a single value").format(n=len(node.value))
     return "ok", f"valid YAML ({shown})"
 
 

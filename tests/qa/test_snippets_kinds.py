@@ -50,12 +50,12 @@ def _decisive(check: SnippetCheck) -> str:
             "syntax: failed — invalid JSON: Expecting ',' delimiter (line 3, column 3)",
         ),
         (
-            '{\n  "model": "local",  // any name\n  ...\n}',
+            '{\n  "model": "local",  // any name\n  "key": <your-key>,\n  ...\n}',
             "json",
             "json",
             "skipped",
-            "syntax: skipped — not strict JSON as written (comments, '...' elisions or trailing "
-            "commas), well-formed without them: not checked further",
+            "syntax: skipped — not strict JSON as written (comments, '...' elisions, "
+            "<placeholders> or trailing commas), well-formed without them: not checked further",
         ),
         (
             '[project]\nname = "demo"\n\n[tool.demo]\nworkers = 4\n',
@@ -114,7 +114,9 @@ def test_yaml_is_parsed_with_pyyaml() -> None:
     assert bad.status is SnippetStatus.FAILED
     assert _decisive(bad).startswith("syntax: failed — invalid YAML: ")
     assert "(line 3, column 2)" in _decisive(bad)
-    template = check_code("image: {{ .Values.image }}\nreplicas: 2\n", "yaml")
+    tagged = check_code("Bucket:\n  Name: !Ref BucketName\n", "yaml")  # a tag needs no meaning
+    assert tagged.status is SnippetStatus.PASSED, tagged.detail
+    template = check_code("{{- if .Values.web -}}\nkind: Service\n{{- end }}\n", "yaml")
     assert template.status is SnippetStatus.SKIPPED
     assert "a template ({{ }} placeholders)" in _decisive(template)
 
@@ -126,6 +128,15 @@ def test_yaml_without_a_parser_is_skipped(monkeypatch: pytest.MonkeyPatch) -> No
     assert _decisive(check) == (
         "syntax: skipped — not checked: no YAML parser here (PyYAML is not installed)"
     )
+
+
+def test_a_data_label_on_what_is_no_such_file_is_read_from_the_text() -> None:
+    command = check_code("curl -s http://localhost:8080/v1/models\n", "json")
+    assert command.language == "bash", command.detail
+    compose = check_code("services:\n  web:\n    image: nginx\n", "dockerfile")
+    assert compose.language == "yaml", compose.detail
+    windows = check_code("# escape=`\nFROM mcr.microsoft.com/windows\nRUN dir `\n  && echo ok\n")
+    assert windows.status is SnippetStatus.PASSED, windows.detail
 
 
 # -- transcripts ---------------------------------------------------------------------------------
