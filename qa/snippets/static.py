@@ -8,7 +8,8 @@ Python, from its syntax tree:
 - `api_calls`: every call whose target resolves to an imported module, with its argument shape;
 - `undefined_names`: names read but never bound anywhere (the snippet needs context for them);
 - `network_needs`: calls that would download something (hub model ids, datasets, URLs);
-- `check_imports`: whether each imported module can be found here, and its installed version.
+- `check_imports`: whether each imported module can be found here, and its installed version;
+- `serving_calls`: calls that serve until stopped (`app.run()`, `demo.launch()`).
 
 Data and build files, by parsing them: `check_data` (JSON, YAML, TOML, Dockerfile) gives
 an outcome and a reason that carries the parser's own message when the file does not parse.
@@ -46,6 +47,7 @@ __all__ = [
     "module_found",
     "network_needs",
     "resolve_call",
+    "serving_calls",
     "undefined_names",
 ]
 
@@ -263,6 +265,34 @@ def network_needs(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
         if name_args and (last != "from_pretrained" or _HUB_ID_RE.match(name_args[0])):
             needs.append((node.lineno, f"{_DOWNLOADERS[last]} {name_args[0]!r} {where}"))
     return [reason for _, reason in sorted(needs)]
+
+
+_SERVE_FOREVER = {"serve_forever", "run_forever", "mainloop"}
+# a web-app package → the method of its app object that serves until stopped
+_APP_SERVE = {"flask": "run", "dash": "run", "gradio": "launch", "uvicorn": "run"}
+
+
+def serving_calls(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
+    """Calls that serve until stopped (a web app's run or launch, serve_forever), in order:
+    such a snippet is not run, it would never finish.
+
+    >>> code = "import gradio as gr\\ndemo = gr.Interface(f, 'text', 'text')\\ndemo.launch()"
+    >>> serving_calls(ast.parse(code), {"gr": "gradio"})
+    ['demo.launch() (line 3)']
+    """
+    packages = {path.split(".")[0] for path in bindings.values()}
+    calls: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        method = node.func.attr
+        serves = method in _SERVE_FOREVER or any(
+            method == _APP_SERVE[p] for p in packages if p in _APP_SERVE
+        )
+        if serves:
+            shown = _dotted(node.func) or method
+            calls.append((node.lineno, f"{shown}() (line {node.lineno})"))
+    return [call for _, call in sorted(calls)]
 
 
 @functools.cache

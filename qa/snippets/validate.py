@@ -8,17 +8,20 @@ Levels, each with an outcome and a reason:
 - JSON, YAML, TOML, Dockerfile: syntax (parsed, never run);
 - output, plain text and other languages: check, always skipped with the reason.
 
-Status: `failed` only on evidence (a parse error, an API that does not exist or does not take
-an argument, a program that rejects an option, a non-zero exit in the sandbox with no stand-in
-fixture involved); `passed` if the snippet ran, every command checked out, or the file parsed;
-`skipped` otherwise, with the reason (needs network, needs context, not installed here, not
-checked and why).
+Status: `failed` only on evidence: a parse error, an API that does not exist or does not take
+an argument, a program that rejects an option, a run that does not finish in time, or a non-zero
+exit in the sandbox that neither what the sandbox lacks (a GPU, a file, the network, a module)
+nor a stand-in fixture explains. `passed` if the snippet ran, every command checked out, or the
+file parsed; `skipped` otherwise, with the reason (needs network, needs context, placeholders to
+fill in, serves until stopped, not installed here, not checked and why).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import re
 import time
 from collections.abc import Iterable
 from typing import Literal
@@ -50,6 +53,7 @@ from qa.snippets.static import (
     import_bindings,
     module_found,
     network_needs,
+    serving_calls,
     undefined_names,
 )
 
@@ -230,6 +234,11 @@ def _check_python(
             compile(tree, "<snippet>", "exec", flags=flags, dont_inherit=True)
             top_level_await = True
     except SyntaxError as exc:
+        filled = _PLACEHOLDER.sub("placeholder", repair.code)
+        if filled != repair.code and (compiles(filled) or repair_indentation(filled).repaired):
+            shown = ", ".join(dict.fromkeys(_PLACEHOLDER.findall(repair.code)))
+            c.add("parse", "skipped", f"placeholders to fill in ({shown}); it parses once they are")
+            return
         c.add("parse", "failed", f"SyntaxError: {exc.msg} (line {exc.lineno})")
         return
     c.add("parse", "ok", "compiles" + (" with top-level await" if top_level_await else ""))
@@ -252,6 +261,9 @@ def _check_python(
         ("needs network: " + "; ".join(needs) + " — not run") if needs else "none needed",
     )
     blockers = _run_blockers(c.check.levels, missing_mods, completion, needs, execute)
+    serving = serving_calls(tree, bindings)
+    if serving:
+        blockers.append(f"serves until stopped: {', '.join(serving)}")
     if magics:
         blockers.append(f"IPython magics ({', '.join(magics)}) run only in IPython")
     if top_level_await:
@@ -345,6 +357,44 @@ def _run_blockers(
     return out
 
 
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][^<>\n]{0,60}>")
+# what a run needs that the sandbox does not give, by the last line of its error
+_NEEDS = (
+    (re.compile(r"CUDA|cuda|NVIDIA|NCCL|cudnn|cuDNN|no GPU|GPU"), "it needs a GPU"),
+    (re.compile(r"^(FileNotFoundError|IsADirectoryError)\b"), "it needs a file that is not here"),
+    (
+        re.compile(
+            r"^(\w+\.)*(ConnectionError|ConnectionRefusedError|ConnectionResetError|URLError|"
+            r"ConnectError|gaierror|MaxRetryError|LocalEntryNotFoundError|OfflineModeIsEnabled)\b|"
+            r"Name or service not known|Temporary failure in name resolution|Network is unreachable"
+        ),
+        "it needs the network, which the sandbox does not have",
+    ),
+    (re.compile(r"^ModuleNotFoundError\b"), "it needs a module that is not installed here"),
+    (re.compile(r"^MemoryError\b|Cannot allocate memory"), "it needs more memory than allowed"),
+)
+
+
+def _no_evidence(error: str, completion: Completion) -> str | None:
+    """Why a failed run says nothing against the snippet: it needs what is not here, or a
+    stand-in fixture (not the snippet's own object) failed; None when the failure is evidence.
+
+    >>> _no_evidence("AssertionError: Torch not compiled with CUDA enabled", Completion(program=""))
+    'it needs a GPU'
+    >>> _no_evidence("KeyError: 'missing'", Completion(program="")) is None
+    True
+    """
+    gpu_here = os.path.exists("/dev/nvidia0")
+    for pattern, need in _NEEDS:
+        if pattern.search(error) and not (gpu_here and need == "it needs a GPU"):
+            return need
+    stand_ins = [f for f in completion.fixtures if f.provides and f.name != "missing_import"]
+    if stand_ins and not error.startswith("ImportError"):
+        names = ", ".join(f"{n} ({f.name})" for f in stand_ins for n in f.provides)
+        return f"the run used stand-ins for {names}"
+    return None
+
+
 def _run(completion: Completion, c: _Checker, timeout_s: float, memory_mb: int) -> None:
     c.check.program = completion.program
     try:
@@ -365,14 +415,11 @@ def _run(completion: Completion, c: _Checker, timeout_s: float, memory_mb: int) 
     if not result.ok:
         tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
         said = f"{how}: {tail}" if tail else how
-        stand_ins = [f for f in completion.fixtures if f.provides and f.name != "missing_import"]
-        if stand_ins and not tail.startswith(("ImportError", "ModuleNotFoundError")):
-            names = ", ".join(f"{n} ({f.name})" for f in stand_ins for n in f.provides)
+        ended = not result.timed_out and result.killed_reason is None  # on its own
+        excuse = _no_evidence(tail, completion) if ended else None
+        if excuse:
             c.add(
-                "run",
-                "skipped",
-                f"{said} — the run used stand-ins for {names}, so this is no evidence against "
-                "the snippet",
+                "run", "skipped", f"{said} — {excuse}, so this is no evidence against the snippet"
             )
             return
         c.add("run", "failed", said)

@@ -296,3 +296,35 @@ def test_the_cache_records_what_each_kind_depends_on() -> None:
     assert sorted(session) == ["pkg:pydantic", "python"]
     assert "pkg:yaml" in snippet_environment(check_code("a: 1\n", "yaml"))
     assert sorted(snippet_environment(check_code('{"a": 1}', "json"))) == ["python"]
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (
+            "import torch\nx = torch.ones(2, device='cuda')\nprint(x)\n",
+            "it needs a GPU, so this is no evidence against the snippet",
+        ),
+        (
+            "with open('train.csv') as f:\n    print(f.readline())\n",
+            "FileNotFoundError: [Errno 2] No such file or directory: 'train.csv' — it needs a file "
+            "that is not here, so this is no evidence against the snippet",
+        ),
+        (
+            "import http.server\n"
+            "httpd = http.server.HTTPServer(('', 8000), http.server.SimpleHTTPRequestHandler)\n"
+            "httpd.serve_forever()\n",
+            "run: skipped — not run: serves until stopped: httpd.serve_forever() (line 3)",
+        ),
+        (
+            "import json\nprint(json.loads(<your-json>))\n",
+            "parse: skipped — placeholders to fill in (<your-json>); it parses once they are",
+        ),
+    ],
+)
+def test_what_the_sandbox_lacks_is_no_evidence(code: str, said: str) -> None:
+    if "torch" in code and not HAS_TORCH:
+        pytest.skip("torch is not installed")
+    check = check_code(code, "python")
+    assert check.status is SnippetStatus.SKIPPED, check.detail
+    assert said in _decisive(check)
