@@ -234,12 +234,7 @@ def _check_python(
             compile(tree, "<snippet>", "exec", flags=flags, dont_inherit=True)
             top_level_await = True
     except SyntaxError as exc:
-        filled = _PLACEHOLDER.sub("placeholder", repair.code)
-        if filled != repair.code and (compiles(filled) or repair_indentation(filled).repaired):
-            shown = ", ".join(dict.fromkeys(_PLACEHOLDER.findall(repair.code)))
-            c.add("parse", "skipped", f"placeholders to fill in ({shown}); it parses once they are")
-            return
-        c.add("parse", "failed", f"SyntaxError: {exc.msg} (line {exc.lineno})")
+        c.add(*_unparsed(repair.code, exc))
         return
     c.add("parse", "ok", "compiles" + (" with top-level await" if top_level_await else ""))
     bindings = import_bindings(tree)
@@ -272,6 +267,32 @@ def _check_python(
         c.add("run", "skipped", "not run: " + "; ".join(blockers))
         return
     _run(completion, c, timeout_s, memory_mb)
+
+
+def _parses(code: str) -> bool:
+    return compiles(code) or repair_indentation(code).repaired
+
+
+def _unparsed(code: str, error: SyntaxError) -> tuple[str, Outcome, str]:
+    """The parse level of code that does not compile: failed with the SyntaxError, unless it is
+    documentation that only looks like code (placeholders to fill in, a signature listing).
+
+    >>> _unparsed("f(<your-key>)", SyntaxError("invalid syntax"))[1:]
+    ('skipped', 'placeholders to fill in (<your-key>); it parses once they are')
+    >>> _unparsed('attend(q, k, causal=False):\\n"Attention."', SyntaxError("x"))[1]
+    'skipped'
+    """
+    filled = _PLACEHOLDER.sub("placeholder", code)
+    if filled != code and _parses(filled):
+        shown = ", ".join(dict.fromkeys(_PLACEHOLDER.findall(code)))
+        return "parse", "skipped", f"placeholders to fill in ({shown}); it parses once they are"
+    if re.match(r"\s*[A-Za-z_][\w.]*\(", code) and _parses("def " + code.lstrip()):
+        return (
+            "parse",
+            "skipped",
+            ("an API signature written without `def` (documentation, not code): not checked"),
+        )
+    return "parse", "failed", f"SyntaxError: {error.msg} (line {error.lineno})"
 
 
 def _imports_reason(imports: list[ImportCheck]) -> str:

@@ -328,3 +328,16 @@ def test_what_the_sandbox_lacks_is_no_evidence(code: str, said: str) -> None:
     check = check_code(code, "python")
     assert check.status is SnippetStatus.SKIPPED, check.detail
     assert said in _decisive(check)
+
+
+def test_a_signature_listing_is_documentation_but_broken_python_fails() -> None:
+    listing = 'attend(q, k, v, causal=False,\n       scale=None):\n"""Scaled dot-product."""\n'
+    check = check_code(listing, "python")
+    assert check.status is SnippetStatus.SKIPPED, check.detail
+    assert _decisive(check) == (
+        "parse: skipped — an API signature written without `def` (documentation, not code): "
+        "not checked"
+    )
+    broken = check_code("for i in range(3)\n    print(i)\n", "python")
+    assert broken.status is SnippetStatus.FAILED
+    assert _decisive(broken) == "parse: failed — SyntaxError: expected ':' (line 1)"
