@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from facilities import skip_or_fail
 
 from kg.errors import LLMError
 from qa.llm.prepare import DEFAULT_MODEL, convert_for_vllm, prepare_model
@@ -29,16 +30,29 @@ def pytest_configure(config: pytest.Config) -> None:
 # -- real servers ------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def llamacpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    """llama.cpp serving the 0.5B model on a free port, shared by the whole session."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama.cpp not installed: pip install 'llama-cpp-python[server]==0.3.36'")
-    try:
-        gguf = prepare_model(DEFAULT_MODEL)
-    except LLMError as exc:
-        pytest.skip(f"model not available: {exc}")
+    """llama.cpp serving the 0.5B model on a free port, shared by the whole session (skipped
+    locally, failed on CI, without llama.cpp or the model)."""
+    gguf = llamacpp_model()
     logs = tmp_path_factory.mktemp("llamacpp-logs")
     with serve("llamacpp", str(gguf), port=0, alias=DEFAULT_MODEL, log_dir=logs) as handle:
         yield handle
+
+
+def llamacpp_model() -> Path:
+    """The embedded model's GGUF for llama.cpp; skips locally (fails on CI) when it cannot run."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        skip_or_fail("llama.cpp not installed: pip install 'llama-cpp-python[server]==0.3.36'")
+    try:
+        return prepare_model(DEFAULT_MODEL)
+    except LLMError as exc:
+        skip_or_fail(f"model not available: {exc}")
+        raise
+
+
+@pytest.fixture(scope="session")
+def llamacpp_gguf() -> Path:
+    """`llamacpp_model` as a fixture (for tests that start their own llama.cpp servers)."""
+    return llamacpp_model()
 
 
 def vllm_required() -> bool:
