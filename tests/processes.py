@@ -18,6 +18,7 @@ __all__ = [
     "die_with_parent",
     "port_is_free",
     "process_tree",
+    "processes_naming",
     "processes_with_env",
     "sandbox_uid_block",
     "still_running",
@@ -136,3 +137,19 @@ def wait_for(condition: Callable[[], bool], within_s: float, step_s: float = 0.0
 def die_with_parent() -> None:
     """``preexec_fn`` for a server a fixture starts: SIGKILL it when the test process dies."""
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def processes_naming(text: str) -> list[str]:
+    """Running processes whose command line contains ``text`` (e.g. ``"parent": PID`` in the
+    configuration kgqa hands its sandbox supervisors and server keepers)."""
+    needle = text.encode()
+    out = []
+    for pid in _pids():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        stat = _stat(pid)
+        if needle in cmdline and stat is not None and stat[0] != "Z" and pid != os.getpid():
+            out.append(f"{pid} {_cmdline(pid)}")
+    return out

@@ -490,14 +490,19 @@ def _run(
         r.start()
     killed_reason: str | None = None
     deadline = start + timeout_s
-    while proc.poll() is None:
-        if overflow.is_set():
-            killed_reason = "output limit"
-            break
-        if time.monotonic() >= deadline:
-            killed_reason = "timeout"
-            break
-        time.sleep(0.01)
+    try:
+        while proc.poll() is None:
+            if overflow.is_set():
+                killed_reason = "output limit"
+                break
+            if time.monotonic() >= deadline:
+                killed_reason = "timeout"
+                break
+            time.sleep(0.01)
+    except BaseException:  # Ctrl-C, or a stop signal turned into an exception: the run ends too
+        run.stop()
+        run.finish()
+        raise
     if killed_reason is not None:
         run.stop()
     report = run.finish()
