@@ -135,8 +135,11 @@ def wait_for(condition: Callable[[], bool], within_s: float, step_s: float = 0.0
 
 
 def die_with_parent() -> None:
-    """``preexec_fn`` for a server a fixture starts: SIGKILL it when the test process dies."""
+    """``preexec_fn`` for a process a test starts: SIGKILL it when the test process dies, and let
+    it take SIGINT as from a terminal (a test run started in the background, as ``cmd &`` in a
+    script, inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler)."""
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def processes_naming(text: str) -> list[str]:
