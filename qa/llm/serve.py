@@ -44,6 +44,7 @@ __all__ = [
     "PortInUse",
     "ServerHandle",
     "add_serve_arguments",
+    "check_port_free",
     "cmd_serve",
     "find_vllm_python",
     "free_port",
@@ -337,11 +338,14 @@ def _stop_signals_raise() -> Iterator[None]:
     def raise_stop(signum: int, frame: object) -> None:
         raise _StopSignal(signal.Signals(signum).name)
 
-    stops = (signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, raise_stop) for sig in stops}
+    previous = {
+        sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    }
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, raise_stop)
     try:
         yield
-    finally:
+    finally:  # SIGINT too: `_ignore_stop_signals` may have changed it
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
