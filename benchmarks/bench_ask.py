@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from qa.api import Assistant  # noqa: E402
-from qa.evaluate import percentile  # noqa: E402
+from qa.eval.score import percentile  # noqa: E402
 
 COLD_QUESTION = "我是零基础，先学哪个框架？"
 _PYCACHE = Path(tempfile.gettempdir()) / "kgqa-bench-pycache"
@@ -120,21 +120,21 @@ def cold(store: Path, runs: int) -> None:
         )
 
 
-# What `kgqa ask` does (qa.cli.main -> qa.ask_cli.cmd_ask), timed step by step.
+# What `kgqa ask` does (qa.cli.main -> qa.cli.ask.cmd_ask), timed step by step.
 _PHASES = """
 import os, sys, time
 t0 = time.perf_counter()
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as qa.cli.main does
-from qa.cli import _settings, build_parser
+from qa.cli import build_parser, settings_of
 argv = ["ask", sys.argv[3], "--store", sys.argv[1]]
 argv += ["--no-dense"] if sys.argv[2] == "no-dense" else []
 args = build_parser(argv).parse_args(argv)
-settings = _settings(args)
+settings = settings_of(args)
 t1 = time.perf_counter()
 from qa.api import Assistant
-from qa.ask_cli import format_answer
+from qa.cli.ask import format_answer
 t2 = time.perf_counter()
-a = Assistant.open(settings.store, lexicon_files=tuple(settings.lexicon), dense=not args.no_dense)
+a = Assistant.open(settings.store, settings=settings, dense=not args.no_dense)
 t3 = time.perf_counter()
 format_answer(a.ask(args.question, use_llm=False))
 t4 = time.perf_counter()

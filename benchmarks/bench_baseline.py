@@ -5,7 +5,7 @@
 Both run in this process over the same chunks and the same stored vectors, with the same e5 query
 embedder (queries are embedded live for both: no cache). Per dev question with gold evidence:
 
-- naive RAG (`qa.eval_baseline.NaiveRAG`'s retriever: llama-index top-6 by cosine);
+- naive RAG (`qa.eval.baseline.NaiveRAG`'s retriever: llama-index top-6 by cosine);
 - kgqa retrieval: question understanding + graph walk + lexical/dense chunk fusion
   (`Assistant.understand` + `Retriever.retrieve`), with and without dense retrieval;
 - kgqa's full graph-composer `ask` (retrieval + composing + verifying), for its cited edges.
@@ -31,9 +31,10 @@ from ingest.embed import make_embedder  # noqa: E402
 from kg.lexicon import Lexicon  # noqa: E402
 from kg.store import Store  # noqa: E402
 from qa.api import Assistant  # noqa: E402
-from qa.eval_baseline import NaiveRAG  # noqa: E402
-from qa.eval_run import read_questions  # noqa: E402
-from qa.evaluate import GoldQuestion, Scorer, percentile  # noqa: E402
+from qa.config import load_settings  # noqa: E402
+from qa.eval.baseline import NaiveRAG  # noqa: E402
+from qa.eval.records import GoldQuestion, read_questions  # noqa: E402
+from qa.eval.score import Scorer, percentile  # noqa: E402
 
 KS = (3, 6)
 Span = tuple[str, int, int]
@@ -85,14 +86,15 @@ def main() -> None:
     one, five, _ = os.getloadavg()
     print(f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} cores")
 
+    settings = load_settings()  # this script is an entry point: KGQA_CACHE_DIR, ...
     store = Store.open(args.store)
     lexicon = Lexicon.default()
-    embedder = make_embedder(store.manifest.embedder_spec)
+    embedder = make_embedder(store.manifest.embedder_spec, cache_dir=settings.cache_dir)
     started = time.perf_counter()
     naive = NaiveRAG.open(store, embedder, lexicon, k=max(KS))
     print(f"llama-index VectorStoreIndex built in {time.perf_counter() - started:.2f} s")
-    dense = Assistant(store, lexicon, embedder=lambda: embedder)
-    lexical = Assistant(store, lexicon)
+    dense = Assistant(store, lexicon, embedder=lambda: embedder, cache_dir=settings.cache_dir)
+    lexical = Assistant(store, lexicon, cache_dir=settings.cache_dir)
     golds = [q for q in read_questions(args.questions).questions if q.gold_evidence]
     scorer = Scorer(lexicon, dense.graph, dense.documents)
 

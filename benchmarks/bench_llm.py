@@ -16,7 +16,8 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from qa.llm import ChatModel, LLMKind, LLMSettings, find_vllm_python, serve
+from qa.config import LLMKind, LLMSettings, load_settings
+from qa.llm import ChatModel, find_vllm_python, serve
 from qa.llm.prepare import DEFAULT_MODEL
 
 PROMPT = [
@@ -66,11 +67,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=64)
     args = parser.parse_args()
+    configured = load_settings()  # this script is an entry point, as `kgqa llm serve` is
     for engine in args.engines:
-        if engine == "vllm" and find_vllm_python() is None:
+        if engine == "vllm" and find_vllm_python(configured.vllm_python) is None:
             print("vllm: not installed (scripts/setup_vllm_env.sh); skipped")
             continue
-        with serve(engine, args.model, port=0) as handle:
+        with serve(engine, args.model, port=0, settings=configured, environ=os.environ) as handle:
             up = f"{engine}: {handle.model} up in {handle.startup_s:.1f}s [{load_average()}]"
             print(up, flush=True)
             settings = LLMSettings(

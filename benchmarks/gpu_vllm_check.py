@@ -25,6 +25,7 @@ import argparse
 import gc
 import importlib
 import json
+import os
 import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -139,12 +140,21 @@ def server(
 ) -> dict[str, Any]:
     """Tokens/s through the OpenAI-compatible server: one request, then all prompts in flight."""
     httpx: Any = importlib.import_module("httpx")
+    from qa.config import load_settings
     from qa.llm import serve
 
     extra = ["--max-model-len", str(args.max_model_len)]
     if not args.cpu:
         extra += ["--dtype", args.dtype, "--gpu-memory-utilization", str(args.gpu_memory)]
-    with serve("vllm", model, port=0, alias="bench", extra_args=extra) as handle:
+    with serve(
+        "vllm",
+        model,
+        port=0,
+        settings=load_settings(),  # this script is an entry point: KGQA_VLLM_PYTHON, ...
+        environ=os.environ,
+        alias="bench",
+        extra_args=extra,
+    ) as handle:
         figures: dict[str, Any] = {"startup_s": handle.startup_s}
         with httpx.Client(base_url=handle.base_url, timeout=900) as client:
             _post_chat(client, "bench", prompts[0], 8)  # warm-up

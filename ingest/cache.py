@@ -1,13 +1,13 @@
 """kgqa's on-disk cache of derived files (array copies of dictionaries and vocabularies).
 
-`$KGQA_CACHE_DIR`, else `$XDG_CACHE_HOME/kgqa`, else `~/.cache/kgqa`. Files are named after
-what they were derived from (version, size, mtime), written atomically, and rebuilt when missing:
+The directory is `Settings.cache_dir` (`$KGQA_CACHE_DIR`, else `$XDG_CACHE_HOME/kgqa`, else
+`~/.cache/kgqa`), chosen at the entry point and passed down. Files are named after what they were
+derived from (version, size, mtime), written atomically (`kg.store`), and rebuilt when missing:
 deleting the directory is always safe.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import shutil
@@ -17,37 +17,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cache_dir", "load_array_dir", "save_array_dir", "save_arrays", "save_bytes"]
+from kg.store import atomic_write_bytes
 
-
-def cache_dir() -> Path:
-    """`$KGQA_CACHE_DIR`, else `$XDG_CACHE_HOME/kgqa`, else `~/.cache/kgqa`."""
-    explicit = os.environ.get("KGQA_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kgqa"
-
-
-def save_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically (a temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+__all__ = ["load_array_dir", "save_array_dir", "save_arrays"]
 
 
 def save_arrays(path: Path, arrays: dict[str, Any]) -> None:
     """`np.savez` to `path` atomically."""
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    save_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def save_array_dir(path: Path, arrays: dict[str, Any]) -> None:

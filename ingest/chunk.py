@@ -1,16 +1,17 @@
 """Heading-aware chunking: structural blocks -> retrieval chunks with exact spans.
 
 A chunk never crosses a section boundary (a change of heading path), is cut at Chinese or English
-sentence boundaries, and keeps tables and decision trees whole when they fit `2 * max_chars`
-(otherwise they are cut between rows / items). Every chunk's text is `doc.text[start:end]`.
+sentence boundaries (`ingest.text.split_sentences`), and keeps tables and decision trees whole
+when they fit `2 * max_chars` (otherwise they are cut between rows / items). Every chunk's text
+is `doc.text[start:end]`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ingest.text import split_sentences, strip_span
 from kg.documents import Block, BlockKind, Chunk, Document
 from kg.errors import IngestError
 
@@ -18,48 +19,11 @@ __all__ = ["chunk_document", "chunk_embedding_text"]
 
 HEADING_SEPARATOR = " > "
 
-# A sentence ends after 。！？!?；; or after '.' followed by whitespace (so `torch.compile` and
-# `2.x` stay whole), plus any closing quotes/brackets; a newline always ends one.
-_SENTENCE_END = re.compile(r"[。！？!?；;…]+[”’」』）)\"']*|\.(?=\s)[”’」』）)\"']*|\n")
-
 # Where an over-long sentence may be cut when it has to be.
 _SOFT_BREAKS = "，、：,: "
 
 # Kinds whose blocks are kept whole when they fit, else cut between lines (rows / items).
 _RIGID_KINDS = frozenset({BlockKind.TABLE, BlockKind.DECISION_TREE, BlockKind.CODE})
-
-
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Shrink `[start, end)` so that it neither starts nor ends with whitespace.
-
-    >>> _strip_span("  ab ", 0, 5)
-    (2, 4)
-    """
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of the sentences of `text` (Chinese and English punctuation), whitespace trimmed.
-
-    >>> t = "用 torch.compile 加速。Then export it. 好！"
-    >>> [t[s:e] for s, e in _sentence_spans(t)]
-    ['用 torch.compile 加速。', 'Then export it.', '好！']
-    """
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        s, e = _strip_span(text, start, match.end())
-        if s < e:
-            spans.append((s, e))
-        start = match.end()
-    s, e = _strip_span(text, start, len(text))
-    if s < e:
-        spans.append((s, e))
-    return spans
 
 
 def _line_spans(text: str, offset: int) -> list[tuple[int, int]]:
@@ -71,7 +35,7 @@ def _line_spans(text: str, offset: int) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     pos = 0
     for line in text.splitlines(keepends=True):
-        s, e = _strip_span(text, pos, pos + len(line))
+        s, e = strip_span(text, pos, pos + len(line))
         if s < e:
             spans.append((s + offset, e + offset))
         pos += len(line)
@@ -110,7 +74,7 @@ class _Unit:
 def _units(doc: Document, block: Block, max_chars: int) -> Iterator[_Unit]:
     """Cut one block into atomic units, each at most its own `limit` long."""
     if block.kind in _RIGID_KINDS:
-        s, e = _strip_span(doc.text, block.start, block.end)
+        s, e = strip_span(doc.text, block.start, block.end)
         if e - s <= 2 * max_chars:
             yield _Unit(s, e, 2 * max_chars, sentence=False)
             return
@@ -122,13 +86,13 @@ def _units(doc: Document, block: Block, max_chars: int) -> Iterator[_Unit]:
         pieces = [
             (s + start, e + start)
             for start, end in (ranges or [(block.start, block.end)])
-            for s, e in _sentence_spans(doc.text[start:end])
+            for s, e in split_sentences(doc.text[start:end])
         ]
         sentence = True
     limit = 2 * max_chars if not sentence else max_chars
     for s, e in pieces:
         for cs, ce in _cut_long(doc.text, s, e, limit):
-            cs, ce = _strip_span(doc.text, cs, ce)
+            cs, ce = strip_span(doc.text, cs, ce)
             if cs < ce:
                 yield _Unit(cs, ce, limit, sentence)
 

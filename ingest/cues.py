@@ -114,9 +114,7 @@ def cue_recommendations(
                     start + spans[index - 1][0], start + spans[index - 1][1]
                 ):
                     if found.type_of(kept) in _CHOOSABLE:
-                        found.relate(
-                            situation, RelationType.RECOMMENDED_FOR, kept, ev, value="keep"
-                        )
+                        found.relate(situation, RelationType.RECOMMENDED_FOR, kept, ev)
             continue
         suits = SUITS_AFTER.search(seg)
         if suits and previous:

@@ -394,7 +394,7 @@ def _children_as_recommendations(
                     target,
                     ev,
                     value=term_match.group(1) if term_match else None,
-                    strength=str(rank),
+                    rank=rank,
                 )
                 break
         _text(found, span[0], span[1], block.heading_path)

@@ -23,7 +23,8 @@ from ingest.extract import extract_document
 from ingest.lexical import LexicalIndex
 from ingest.load import LoadResult, iter_corpus
 from ingest.merge import merge_extractions
-from ingest.structure import parse_blocks
+from ingest.structure import command_spans, parse_blocks
+from ingest.text import Tokenizer
 from kg.documents import Block, BlockKind, Document, Snippet
 from kg.errors import KGQAError, StoreError
 from kg.graph import GraphStats
@@ -82,8 +83,6 @@ def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:
     """Code blocks as snippets (indentation repaired where it was lost), and shell commands
     written inline in prose, definition and list blocks (`启动命令：torchrun --nproc_per_node=4
     train.py。` gives a bash snippet spanning exactly the command), in document order."""
-    from ingest.structure import command_spans
-
     snippets = []
     for block in blocks:
         pieces: list[tuple[int, int, str, str | None]] = []
@@ -143,8 +142,11 @@ def ingest_corpus(
     embedder_spec: str | None = None,
     progress: Progress | None = None,
     max_bytes: int = 20 * 1024 * 1024,
+    cache_dir: Path | None = None,
 ) -> IngestReport:
-    """Build or update the store at `store_root` from the documents under `roots`."""
+    """Build or update the store at `store_root` from the documents under `roots`.
+
+    `cache_dir` is where derived helper files are kept (jieba's array dictionary)."""
     lex_hash = lexicon_hash(lexicon)
     previous = _open_previous(store_root)
     same_embedder = previous is not None and previous.manifest.embedder == embedder.id
@@ -206,7 +208,7 @@ def ingest_corpus(
     graph, dropped = merge_extractions([r.extraction for r in records.values()], lexicon)
     report.dropped_relations = dropped
     writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
-    lexical = LexicalIndex()
+    lexical = LexicalIndex(Tokenizer(cache_dir=cache_dir))
     lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
     chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
     lexical.build([c.id for c in chunks], [chunk_embedding_text(c) for c in chunks])

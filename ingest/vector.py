@@ -9,8 +9,6 @@ which would reach for OpenAI or download tokenizer data.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -24,6 +22,7 @@ from ingest.chunk import chunk_embedding_text
 from ingest.embed import Embedder
 from kg.documents import Chunk
 from kg.errors import StoreError
+from kg.store import atomic_write_bytes, npy_bytes
 
 if TYPE_CHECKING:
     from llama_index.core import VectorStoreIndex
@@ -121,9 +120,9 @@ class DenseIndex:
         """Write `dense.npy` and `dense.json` into `directory`, each atomically."""
         meta, vectors = self.to_state()
         directory.mkdir(parents=True, exist_ok=True)
-        _atomic_write(directory / _VECTORS_FILE, lambda f: np.save(f, vectors, allow_pickle=False))
+        atomic_write_bytes(directory / _VECTORS_FILE, npy_bytes(vectors))
         data = json.dumps(meta.model_dump(), ensure_ascii=False).encode("utf-8")
-        _atomic_write(directory / _META_FILE, lambda f: f.write(data))
+        atomic_write_bytes(directory / _META_FILE, data)
 
     @classmethod
     def load(cls, directory: Path) -> DenseIndex:
@@ -134,20 +133,6 @@ class DenseIndex:
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot read dense index in {directory}: {exc}") from exc
         return cls.from_state(meta, vectors)
-
-
-def _atomic_write(path: Path, write: Callable[[Any], object]) -> None:
-    """Write through `write(file)` to a temp file beside `path`, fsync, then rename over it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @cache

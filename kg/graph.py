@@ -182,7 +182,7 @@ class KnowledgeGraph:
                 "relation": rel.relation.value,
                 "evidence": [ev.model_dump(mode="json") for ev in rel.evidence],
             }
-            for field in ("criterion", "strength", "stars", "value", "qualifier"):
+            for field in ("criterion", "strength", "rank", "stars", "value", "qualifier"):
                 if getattr(rel, field) is not None:
                     edge[field] = getattr(rel, field)
             edges.append(edge)
@@ -211,6 +211,7 @@ class KnowledgeGraph:
                     evidence=[Evidence.model_validate(ev) for ev in edge.get("evidence", [])],
                     criterion=edge.get("criterion"),
                     strength=edge.get("strength"),
+                    rank=edge.get("rank"),
                     stars=edge.get("stars"),
                     value=edge.get("value"),
                     qualifier=edge.get("qualifier"),

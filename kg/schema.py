@@ -32,7 +32,8 @@ __all__ = [
 ]
 
 #: Version of every on-disk format the store writes; load refuses other versions.
-SCHEMA_VERSION = 1
+#: 2: a recommendation's place in its list is `Relation.rank` (version 1 kept it in `strength`).
+SCHEMA_VERSION = 2
 
 
 class NodeType(StrEnum):
@@ -201,7 +202,12 @@ class Relation(BaseModel):
     target: str
     evidence: list[Evidence] = Field(default_factory=list)
     criterion: str | None = Field(default=None, description="criterion node id (RANKS_ABOVE)")
-    strength: str | None = Field(default=None, description="ranking operator: '>>', '>' or '>='")
+    strength: str | None = Field(
+        default=None, description="ranking operator (RANKS_ABOVE): '>>', '>' or '>='"
+    )
+    rank: int | None = Field(
+        default=None, ge=1, description="place in a list of recommendations, 1 = first"
+    )
     stars: int | None = Field(default=None, ge=0, le=10, description="★ count (RATED)")
     value: str | None = Field(default=None, description="the stated value: a table cell, a scale")
     qualifier: str | None = Field(default=None, description="a version the claim is limited to")

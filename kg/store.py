@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -45,6 +46,7 @@ __all__ = [
     "StoreWriter",
     "atomic_write_bytes",
     "atomic_write_text",
+    "npy_bytes",
 ]
 
 
@@ -112,6 +114,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """`atomic_write_bytes` for UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    """An array in `.npy` format (no pickles), for `atomic_write_bytes`.
+
+    >>> np.load(io.BytesIO(npy_bytes(np.arange(3)))).tolist()
+    [0, 1, 2]
+    """
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
 
 
 def doc_key(doc_id: str) -> str:
@@ -250,11 +263,7 @@ class StoreWriter:
         """Write a new or changed document's files."""
         docs = self.dir / "docs"
         atomic_write_text(docs / f"{entry.key}.json", record.model_dump_json())
-        with tempfile.NamedTemporaryFile(dir=docs, suffix=".npy", delete=False) as handle:
-            np.save(handle, vectors.astype(np.float32), allow_pickle=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, docs / f"{entry.key}.npy")
+        atomic_write_bytes(docs / f"{entry.key}.npy", npy_bytes(vectors.astype(np.float32)))
         self.manifest.documents[entry.id] = entry
 
     def keep_document(self, entry: DocumentEntry) -> None:

@@ -6,15 +6,18 @@
     >>> answer.recommendations[0].name                               # doctest: +SKIP
     'PyTorch'
 
-An `Assistant` is read-only after `open` and safe to call from several threads.
+An `Assistant` never changes after it is built and is safe to call from several threads. The LLM
+is given when it is opened (`Assistant.open(store, llm="auto")`); `with_llm` makes another
+assistant over the same store parts with another LLM (or none).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -30,12 +33,23 @@ from kg.store import Store
 from qa.compose import GraphComposer, find_conflicts
 from qa.render import render_snippets
 from qa.retrieve import Retriever
-from qa.schema import Answer, EvidenceBundle, SnippetReport
+from qa.schema import (
+    Answer,
+    EvidenceBundle,
+    Fallback,
+    FallbackKind,
+    LLMAnswerer,
+    Question,
+    SnippetReport,
+)
 from qa.snippets.store_check import apply_cached_results
-from qa.understand import Question, QuestionReader
+from qa.understand import QuestionReader
 from qa.verify import CitationVerifier
 
-__all__ = ["AnswerEvent", "Assistant", "LLMAnswerer", "StoreStatus"]
+if TYPE_CHECKING:
+    from qa.config import Settings
+
+__all__ = ["AnswerEvent", "Assistant", "StoreStatus"]
 
 _SNIPPET_WORDS = (
     "代码",
@@ -68,24 +82,12 @@ class AnswerEvent(BaseModel):
     answer: Answer | None = None
 
 
-class LLMAnswerer:
-    """The seam an LLM answerer implements (see `qa.llm`): it may fail; the graph answer stands."""
-
-    name: str = "llm"
-
-    def answer(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Answer:
-        """An answer built from the bundle, or raise `kg.errors.LLMError`."""
-        raise NotImplementedError
-
-    def stream(
-        self, question: Question, bundle: EvidenceBundle, draft: Answer
-    ) -> Iterator[str | Answer]:
-        """Text deltas, then the final Answer; raise `kg.errors.LLMError` on failure."""
-        yield self.answer(question, bundle, draft)
-
-
 class Assistant:
-    """Answers questions from one store."""
+    """Answers questions from one store; immutable once built (see the module docstring).
+
+    `embedder` builds the query embedder on first use (None: lexical and graph retrieval only);
+    `cache_dir` is where jieba's array dictionary is kept (`Settings.cache_dir`).
+    """
 
     def __init__(
         self,
@@ -94,8 +96,10 @@ class Assistant:
         *,
         embedder: Callable[[], Embedder] | None = None,
         llm: LLMAnswerer | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         self.store = store
+        self.cache_dir = cache_dir
         self.graph = store.graph()
         self.lexicon = lexicon
         records = list(store.records())
@@ -110,27 +114,59 @@ class Assistant:
         if chunks:
             matrix = np.concatenate([v for v in vectors if len(v)], axis=0).astype(np.float32)
             dense = DenseIndex([c.id for c in chunks], matrix, store.manifest.embedder)
-        lexical = LexicalIndex.from_state(store.lexical_state())
+        lexical = LexicalIndex.from_state(store.lexical_state(), cache_dir=cache_dir)
+        self.tokenizer = lexical.tokenizer
         self.reader = QuestionReader(self.graph, lexicon)
         self.retriever = Retriever(self.graph, lexicon, chunks, lexical, dense, embedder)
-        self.composer = GraphComposer(self.graph, find_conflicts(self.graph))
+        self.composer = GraphComposer(self.graph, find_conflicts(self.graph), self.tokenizer)
         self.verifier = CitationVerifier(self.graph, self.documents)
-        self.llm = llm
+        self._llm = llm
+
+    @property
+    def llm(self) -> LLMAnswerer | None:
+        """The LLM answerer given when this assistant was built (None: the graph composer only)."""
+        return self._llm
+
+    def with_llm(self, llm: LLMAnswerer | None) -> Assistant:
+        """Another assistant over the same store, graph and indexes (shared, read-only) that
+        answers with `llm` (None: the graph composer only). This one is left as it is."""
+        other = copy.copy(self)
+        other._llm = llm
+        return other
 
     @classmethod
     def open(
         cls,
         store: str | Path,
         *,
-        lexicon_files: tuple[Path, ...] = (),
+        settings: Settings | None = None,
         dense: bool = True,
-        llm: LLMAnswerer | None = None,
+        llm: str | LLMAnswerer | None = None,
     ) -> Assistant:
-        """Open a store built by `kgqa ingest`. `dense=False` skips the embedding model."""
+        """Open a store built by `kgqa ingest`.
+
+        `settings` default to `qa.config.load_settings()` (kgqa.toml, then `KGQA_*` variables);
+        `dense=False` skips the embedding model; `llm` is an answerer, or a spec for
+        `qa.llm.answerer.make_llm`: `none`, `auto` (the configured server if it answers), a URL
+        (raises `LLMError` when nothing answers there) or `vllm-offline:MODEL_DIR`.
+        """
+        if settings is None:
+            from qa.config import load_settings
+
+            settings = load_settings()
         opened = Store.open(Path(store))
         spec = opened.manifest.embedder_spec
-        factory = (lambda: make_embedder(spec)) if dense else None
-        return cls(opened, Lexicon.default(lexicon_files), embedder=factory, llm=llm)
+        cache_dir, spin = settings.cache_dir, settings.ort_spin
+        factory = (lambda: make_embedder(spec, cache_dir=cache_dir, spin=spin)) if dense else None
+        lexicon = Lexicon.default(tuple(settings.lexicon))
+        assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
+        if llm == "none":
+            llm = None
+        elif isinstance(llm, str):
+            from qa.llm.answerer import make_llm  # the LLM client only when one is asked for
+
+            llm = make_llm(llm, assistant.graph, assistant.tokenizer, settings.llm)
+        return assistant if llm is None else assistant.with_llm(llm)
 
     # -- asking -------------------------------------------------------------------------------
     def understand(self, question: str) -> Question:
@@ -176,43 +212,48 @@ class Assistant:
         except QuestionError as err:
             text = question if isinstance(question, str) else ""
             answer = Answer(
-                question=text[:200], answer=str(err), abstained=True, notes=[f"rejected: {err}"]
+                question=text[:200],
+                answer=str(err),
+                abstained=True,
+                notes=[f"rejected: {err}"],
+                fallback=Fallback(kind=FallbackKind.REJECTED, detail=str(err)),
             )
             yield AnswerEvent(kind="final", answer=stamp(answer))
             return
         graph_answer, bundle = self.graph_answer(parsed)
-        if self.llm is None or not use_llm or graph_answer.abstained:
+        if self._llm is None or not use_llm or graph_answer.abstained:
             yield AnswerEvent(kind="final", answer=stamp(graph_answer))
             return
         yield AnswerEvent(kind="graph", answer=stamp(graph_answer))
-        yield from self._llm_events(parsed, bundle, graph_answer, stamp)
+        yield from self._llm_events(self._llm, parsed, bundle, graph_answer, stamp)
 
     def _llm_events(
         self,
+        llm: LLMAnswerer,
         question: Question,
         bundle: EvidenceBundle,
         draft: Answer,
         stamp: Callable[[Answer], Answer],
     ) -> Iterator[AnswerEvent]:
-        from kg.errors import LLMError
-
-        assert self.llm is not None
         try:
-            for item in self.llm.stream(question, bundle, draft):
+            for item in llm.stream(question, bundle, draft):
                 if isinstance(item, str):
                     yield AnswerEvent(kind="delta", text=item)
+                    continue
+                verified, _result = self.verifier.verify(item)
+                if not verified.citations and draft.citations:
+                    why = "the LLM answer kept no verifiable citation"
+                    fallback = _fall_back(draft, FallbackKind.LLM_UNVERIFIED, why)
+                    yield AnswerEvent(kind="final", answer=stamp(fallback))
                 else:
-                    verified, _result = self.verifier.verify(item)
-                    if not verified.citations and draft.citations:
-                        raise LLMError("the LLM answer kept no verifiable citation")
                     yield AnswerEvent(kind="final", answer=stamp(verified))
-                    return
-            raise LLMError("the LLM stream ended without an answer")
+                return
+            why = "the LLM stream ended without an answer"
+            fallback = _fall_back(draft, FallbackKind.LLM_BAD_RESPONSE, why)
         except Exception as err:  # any answerer failure falls back to the graph answer
-            kind = "LLM unavailable" if isinstance(err, LLMError) else "LLM answerer failed"
-            note = f"{kind}, showing the graph answer: {type(err).__name__}: {err}"
-            fallback = draft.model_copy(update={"notes": [*draft.notes, note]})
-            yield AnswerEvent(kind="final", answer=stamp(fallback))
+            detail = f"{type(err).__name__}: {err}"
+            fallback = _fall_back(draft, FallbackKind.of_llm_error(err), detail)
+        yield AnswerEvent(kind="final", answer=stamp(fallback))
 
     # -- pieces -------------------------------------------------------------------------------
     def _snippets(self, question: Question, bundle: EvidenceBundle) -> list[SnippetReport]:
@@ -234,10 +275,7 @@ class Assistant:
                 detail = snippet.detail or "not validated yet: run `kgqa snippets check`"
                 reports.append(
                     SnippetReport(
-                        language=snippet.language,
-                        code=snippet.code,
-                        status=status.value,
-                        detail=detail,
+                        language=snippet.language, code=snippet.code, status=status, detail=detail
                     )
                 )
         return reports[:2]
@@ -249,5 +287,14 @@ class Assistant:
             documents=len(self.documents),
             stats=self.graph.stats(),
             embedder=self.store.manifest.embedder,
-            backend=f"llm:{self.llm.name}" if self.llm else "graph",
+            backend=f"llm:{self._llm.name}" if self._llm else "graph",
         )
+
+
+def _fall_back(draft: Answer, kind: FallbackKind, detail: str) -> Answer:
+    """The graph answer standing in for the LLM's, with the typed reason and a note saying it."""
+    what = "LLM answerer failed" if kind is FallbackKind.LLM_FAILED else "LLM unavailable"
+    note = f"{what}, showing the graph answer: {detail}"
+    return draft.model_copy(
+        update={"notes": [*draft.notes, note], "fallback": Fallback(kind=kind, detail=detail)}
+    )

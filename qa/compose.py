@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ingest.lexical import tokenize
 from ingest.patterns import DEFAULT_CUE
-from ingest.structure import split_sentences
+from ingest.text import QUESTION_STOPWORDS, Tokenizer, split_sentences
 from kg.graph import KnowledgeGraph
 from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
 from qa.render import AnswerText
@@ -22,74 +21,19 @@ from qa.schema import (
     Citation,
     Conflict,
     EvidenceBundle,
+    Fallback,
+    FallbackKind,
     GraphPath,
     PathEdge,
+    Question,
     QuestionKind,
     Recommendation,
     RetrievedChunk,
 )
-from qa.understand import Question, has_choice_cue
+from qa.understand import has_choice_cue
 
-__all__ = ["GraphComposer", "asks_to_choose", "find_conflicts"]
+__all__ = ["GraphComposer", "asks_to_choose", "find_conflicts", "source_sentences"]
 
-_STOPWORDS = frozenset(
-    [
-        "什么",
-        "哪个",
-        "哪些",
-        "怎么",
-        "如何",
-        "为什么",
-        "是否",
-        "可以",
-        "应该",
-        "需要",
-        "还是",
-        "有没有",
-        "多少",
-        "一个",
-        "这个",
-        "那个",
-        "文章",
-        "the",
-        "a",
-        "an",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "with",
-        "what",
-        "which",
-        "how",
-        "why",
-        "does",
-        "do",
-        "did",
-        "i",
-        "we",
-        "you",
-        "my",
-        "our",
-        "it",
-        "this",
-        "that",
-        "should",
-        "can",
-        "could",
-        "would",
-        "about",
-        "according",
-    ]
-)
 _PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
 _MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
 _MAX_RECOMMENDATIONS = 4
@@ -171,7 +115,7 @@ def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
             continue
         for ev in rel.evidence:
             edge = PathEdge(
-                source=rel.source, relation=rel.relation.value, target=rel.target, evidence=[ev]
+                source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev]
             )
             claims[(rel.source, rel.relation.value)].append((rel.target, rel.qualifier, edge))
     conflicts = []
@@ -194,11 +138,17 @@ def find_conflicts(graph: KnowledgeGraph) -> list[Conflict]:
 
 
 class GraphComposer:
-    """Answers from an evidence bundle with no LLM."""
+    """Answers from an evidence bundle with no LLM.
 
-    def __init__(self, graph: KnowledgeGraph, conflicts: list[Conflict]) -> None:
+    `tokenizer` is the store's (its lexical index's): word overlaps count the words retrieval saw.
+    """
+
+    def __init__(
+        self, graph: KnowledgeGraph, conflicts: list[Conflict], tokenizer: Tokenizer
+    ) -> None:
         self.graph = graph
         self.conflicts = conflicts
+        self.tokenizer = tokenizer
 
     # -- decisions ----------------------------------------------------------------------------
     def abstain_reason(self, question: Question, bundle: EvidenceBundle) -> str | None:
@@ -251,7 +201,7 @@ class GraphComposer:
             if rel is None:
                 continue
             if relation == RelationType.RECOMMENDED_FOR and first.source in seeds:
-                order = int(rel.strength) if rel.strength and rel.strength.isdigit() else 1
+                order = rel.rank or 1
                 weight = seeds[first.source] / (1 + 0.6 * (order - 1))
                 target, seed = first.target, first.source
             elif relation == RelationType.NOT_RECOMMENDED and first.source in seeds:
@@ -379,7 +329,7 @@ class GraphComposer:
         quote. When the question names something to choose, an edge that touches only a generic
         link (GPU, CPU) is not a fact about what it asks.
         """
-        words = set(tokenize(question.text))
+        words = set(self.tokenizer.tokenize(question.text))
         linked = set(bundle.linked) | {s for s, v in bundle.situations.items() if v >= 0.6}
         generic = {e for e in linked if self.graph.entity(e).type in _GENERIC}
         names_one = any(self.graph.entity(e).type in _CHOOSABLE for e in bundle.linked)
@@ -390,7 +340,7 @@ class GraphComposer:
             if not ends or (names_one and ends <= generic):
                 continue
             quote = " ".join(ev.quote for ev in edge.evidence)
-            overlap = len(words & set(tokenize(quote)))
+            overlap = len(words & set(self.tokenizer.tokenize(quote)))
             relevance = (1 + overlap + (3 if len(ends) == 2 else 0)) * path.score
             key = (edge.source, edge.relation, edge.target, quote)
             if key not in chosen or chosen[key][0] < relevance:
@@ -469,50 +419,21 @@ class GraphComposer:
 
     def text_coverage(self, question: Question, bundle: EvidenceBundle) -> float:
         """Share of the question's content words that one retrieved chunk has (the best one)."""
-        words = {w for w in tokenize(question.text) if len(w) > 1 and w not in _STOPWORDS}
+        words = {
+            w
+            for w in self.tokenizer.tokenize(question.text)
+            if len(w) > 1 and w not in QUESTION_STOPWORDS
+        }
         if not words:
             return 0.0
-        found = [words & set(tokenize(chunk.text)) for chunk in bundle.chunks]
+        found = [words & set(self.tokenizer.tokenize(chunk.text)) for chunk in bundle.chunks]
         return max((len(f) for f in found), default=0) / len(words)
 
-    @staticmethod
     def source_sentences(
-        question: Question, bundle: EvidenceBundle, limit: int = 3
+        self, question: Question, bundle: EvidenceBundle, limit: int = 3
     ) -> list[tuple[str, str]]:
-        """The chunk sentences that share the most words with the question: (sentence, doc).
-
-        A question that names a section ("“权衡与边界”一节…") gets that section's points (its list
-        items, else its first sentences); a source sentence that is itself a question comes with
-        the sentence that answers it.
-        """
-        section = _named_section(question.text, bundle.chunks)
-        if section is not None:
-            return section
-        words = {w for w in tokenize(question.text) if w not in _STOPWORDS}
-        names = [n.casefold() for e in question.entities for n in (e.surface,)]
-        scored = []
-        for rank, chunk in enumerate(bundle.chunks):
-            spans = split_sentences(chunk.text)
-            for index, (start, end) in enumerate(spans):
-                sentence = chunk.text[start:end]
-                if len(sentence) < 12:
-                    continue
-                overlap = len(words & set(tokenize(sentence)))
-                overlap += 2 * sum(1 for n in names if n and n in sentence.casefold())
-                if overlap >= 2:
-                    if sentence.rstrip().endswith(("？", "?")) and index + 1 < len(spans):
-                        sentence = chunk.text[start : spans[index + 1][1]]  # and its answer
-                    scored.append((overlap - 0.1 * rank, sentence, chunk.doc))
-        scored.sort(key=lambda t: -t[0])
-        seen: set[str] = set()
-        out = []
-        for _s, sentence, doc in scored:
-            if sentence not in seen:
-                seen.add(sentence)
-                out.append((sentence, doc))
-            if len(out) >= limit:
-                break
-        return out
+        """`source_sentences` with this composer's tokenizer."""
+        return source_sentences(question, bundle, self.tokenizer, limit)
 
     # -- the answer ---------------------------------------------------------------------------
     def compose(self, question: Question, bundle: EvidenceBundle) -> Answer:
@@ -526,6 +447,7 @@ class GraphComposer:
                 abstained=True,
                 backend="graph",
                 notes=[f"abstained: {reason}"],
+                fallback=Fallback(kind=FallbackKind.NOT_COVERED, detail=reason),
             )
         ranked = self.ranked(question, bundle)
         # with nothing to recommend, the facts are the answer
@@ -553,6 +475,7 @@ class GraphComposer:
                 abstained=True,
                 backend="graph",
                 notes=[f"abstained: {reason}"],
+                fallback=Fallback(kind=FallbackKind.NOT_COVERED, detail=reason),
             )
         recommendations = [
             Recommendation(id=node, name=self.graph.entity(node).name, reason=text.reason(paths[0]))
@@ -644,3 +567,42 @@ def _named_section(question: str, chunks: list[RetrievedChunk]) -> list[tuple[st
         )
         return [(t, chunk.doc) for t in points[:6]]
     return None
+
+
+def source_sentences(
+    question: Question, bundle: EvidenceBundle, tokenizer: Tokenizer, limit: int = 3
+) -> list[tuple[str, str]]:
+    """The chunk sentences that share the most words with the question: (sentence, doc).
+
+    A question that names a section ("“权衡与边界”一节…") gets that section's points (its list
+    items, else its first sentences); a source sentence that is itself a question comes with
+    the sentence that answers it.
+    """
+    section = _named_section(question.text, bundle.chunks)
+    if section is not None:
+        return section
+    words = {w for w in tokenizer.tokenize(question.text) if w not in QUESTION_STOPWORDS}
+    names = [n.casefold() for e in question.entities for n in (e.surface,)]
+    scored = []
+    for rank, chunk in enumerate(bundle.chunks):
+        spans = split_sentences(chunk.text)
+        for index, (start, end) in enumerate(spans):
+            sentence = chunk.text[start:end]
+            if len(sentence) < 12:
+                continue
+            overlap = len(words & set(tokenizer.tokenize(sentence)))
+            overlap += 2 * sum(1 for n in names if n and n in sentence.casefold())
+            if overlap >= 2:
+                if sentence.rstrip().endswith(("？", "?")) and index + 1 < len(spans):
+                    sentence = chunk.text[start : spans[index + 1][1]]  # and its answer
+                scored.append((overlap - 0.1 * rank, sentence, chunk.doc))
+    scored.sort(key=lambda t: -t[0])
+    seen: set[str] = set()
+    out = []
+    for _s, sentence, doc in scored:
+        if sentence not in seen:
+            seen.add(sentence)
+            out.append((sentence, doc))
+        if len(out) >= limit:
+            break
+    return out

@@ -20,13 +20,14 @@ import numpy as np
 
 from ingest.embed import Embedder
 from ingest.lexical import LexicalIndex
+from ingest.text import FUNCTION_BIGRAMS
 from ingest.vector import DenseIndex
 from kg.documents import Chunk
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import NodeType, Relation, RelationType
-from qa.schema import EvidenceBundle, GraphPath, PathEdge, RetrievedChunk
-from qa.understand import Question
+from qa.schema import EvidenceBundle, GraphPath, PathEdge, Question, RetrievedChunk
+from qa.understand import gpu_count
 
 __all__ = ["Retriever", "cjk_bigrams", "path_from_relations"]
 
@@ -34,63 +35,7 @@ _SITUATION_TYPES = {NodeType.SCENARIO, NodeType.PERSONA, NodeType.CRITERION, Nod
 _SEED_THRESHOLD = 0.3
 _ENOUGH_INFORMATION = 2.5
 _RRF_K = 60
-#: Chinese function-word bigrams that say nothing about a situation.
-_STOP_BIGRAMS = frozenset(
-    [
-        "需要",
-        "什么",
-        "哪个",
-        "一个",
-        "应该",
-        "可以",
-        "如何",
-        "怎么",
-        "选择",
-        "使用",
-        "还是",
-        "是否",
-        "我们",
-        "你的",
-        "我的",
-        "这个",
-        "那个",
-        "时候",
-        "如果",
-        "或者",
-        "以及",
-        "进行",
-        "没有",
-        "不是",
-        "就是",
-        "已经",
-        "文章",
-    ]
-)
-_GPU_COUNT = re.compile(
-    r"(超过|多于|大于|至少|少于|不到|more than|over|at least|fewer than|less than|under)?\s*"
-    r"(\d+)\s*(?:张|块|个)?\s*(?:卡|GPU|gpus|显卡)",
-    re.I,
-)
-_MORE = re.compile(r"超过|多于|大于|more than|over", re.I)
-_FEWER = re.compile(r"少于|不到|fewer than|less than|under", re.I)
 _RANGE = re.compile(r"([<>≤≥＜＞])?\s*(\d+)\s*(?:[–\-~～至到]\s*(\d+))?\s*(?:卡|GPU)", re.I)
-
-
-def gpu_count(text: str) -> int | None:
-    """The number of GPUs a question states.
-
-    >>> gpu_count("单机 8 张卡训练"), gpu_count("on 16 GPUs"), gpu_count("more than 64 GPUs")
-    (8, 16, 65)
-    """
-    match = _GPU_COUNT.search(text)
-    if match is None:
-        return None
-    count = int(match.group(2))
-    if match.group(1) and _MORE.fullmatch(match.group(1)):
-        return count + 1
-    if match.group(1) and _FEWER.fullmatch(match.group(1)):
-        return max(count - 1, 0)
-    return count
 
 
 def in_scale(count: int, name: str) -> bool:
@@ -136,7 +81,7 @@ def path_from_relations(relations: list[Relation], score: float = 0.0) -> GraphP
         edges=[
             PathEdge(
                 source=r.source,
-                relation=r.relation.value,
+                relation=r.relation,
                 target=r.target,
                 evidence=list(r.evidence),
             )
@@ -194,7 +139,7 @@ class Retriever:
                     m.key for m in self.lexicon.entity_mentions(part)
                 }
                 keys.discard(entity.id)
-                grams = cjk_bigrams(part) - _STOP_BIGRAMS
+                grams = cjk_bigrams(part) - FUNCTION_BIGRAMS
                 if keys or grams:
                     entries.append((keys, grams))
             facets[entity.id] = entries
@@ -311,17 +256,7 @@ class Retriever:
         for cid, score in best:
             chunk = self.chunks.get(cid)
             if chunk is not None:
-                hits.append(
-                    RetrievedChunk(
-                        id=chunk.id,
-                        doc=chunk.doc,
-                        start=chunk.start,
-                        end=chunk.end,
-                        text=chunk.text,
-                        heading_path=chunk.heading_path,
-                        score=round(score * _RRF_K, 4),
-                    )
-                )
+                hits.append(RetrievedChunk.from_chunk(chunk, round(score * _RRF_K, 4)))
         return hits
 
     # -- paths --------------------------------------------------------------------------------

@@ -1,29 +1,45 @@
-"""The Answer contract (DESIGN.md) and the typed evidence that flows from retrieval to answerers.
+"""The Answer contract (DESIGN.md), the typed evidence that flows from retrieval to answerers,
+and the seam an LLM answerer implements.
 
-A `GraphPath` is a list of `PathEdge`s that exist in the graph; a `Citation` wraps one path. The
-`Answer` object is what `kgqa ask --json` prints and what `kgqa eval --out` writes, one per line.
+A `Question` is what understanding makes of the text; retrieval turns it into an `EvidenceBundle`
+of `GraphPath`s (lists of `PathEdge`s that exist in the graph) and `RetrievedChunk`s; answerers turn
+that into an `Answer`, whose `Citation`s wrap paths. The `Answer` object is what `kgqa ask --json`
+prints and what `kgqa eval --out` writes, one per line. Why an answer is not the one asked for (a
+rejected question, a question the sources do not cover, an LLM answer replaced by the graph
+answer) is a typed `Fallback`; `Answer.notes` is human text that nothing parses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import StrEnum
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from kg.schema import Evidence
+from kg.documents import Chunk, SnippetStatus
+from kg.errors import LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable
+from kg.schema import Evidence, RelationType
 
 __all__ = [
     "Answer",
     "Citation",
     "Conflict",
     "EvidenceBundle",
+    "Fallback",
+    "FallbackKind",
     "GraphPath",
+    "LLMAnswerer",
     "Language",
+    "LinkedEntity",
     "PathEdge",
+    "Question",
     "QuestionKind",
     "Recommendation",
+    "RelationType",
     "RetrievedChunk",
     "SnippetReport",
+    "SnippetStatus",
 ]
 
 
@@ -48,7 +64,7 @@ class PathEdge(BaseModel):
     """One edge of a cited path: a `source relation target` triple of the graph, with evidence."""
 
     source: str
-    relation: str
+    relation: RelationType
     target: str
     evidence: list[Evidence] = Field(default_factory=list)
 
@@ -63,8 +79,8 @@ class GraphPath(BaseModel):
     def id(self) -> str:
         """Stable id of the path: its triples joined.
 
-        >>> GraphPath(edges=[PathEdge(source="a", relation="R", target="b")]).id
-        'a|R|b'
+        >>> GraphPath(edges=[PathEdge(source="a", relation="RUNS_ON", target="b")]).id
+        'a|RUNS_ON|b'
         """
         return ";".join(f"{e.source}|{e.relation}|{e.target}" for e in self.edges)
 
@@ -87,7 +103,7 @@ class Conflict(BaseModel):
     """Two sources that disagree about the same subject and relation."""
 
     subject: str
-    relation: str
+    relation: RelationType
     claims: list[PathEdge] = Field(description="one edge per disagreeing claim, with evidence")
     summary: str = ""
 
@@ -97,7 +113,7 @@ class SnippetReport(BaseModel):
 
     language: str = "python"
     code: str
-    status: str = Field(description="passed | failed | skipped")
+    status: SnippetStatus = Field(description="passed | failed | skipped (| unchecked)")
     detail: str = ""
 
 
@@ -111,6 +127,19 @@ class RetrievedChunk(BaseModel):
     text: str
     heading_path: tuple[str, ...] = ()
     score: float = 0.0
+
+    @classmethod
+    def from_chunk(cls, chunk: Chunk, score: float) -> RetrievedChunk:
+        """A stored chunk as a retrieval hit with its score."""
+        return cls(
+            id=chunk.id,
+            doc=chunk.doc,
+            start=chunk.start,
+            end=chunk.end,
+            text=chunk.text,
+            heading_path=chunk.heading_path,
+            score=score,
+        )
 
 
 class EvidenceBundle(BaseModel):
@@ -127,6 +156,49 @@ class EvidenceBundle(BaseModel):
     chunks: list[RetrievedChunk] = Field(default_factory=list)
 
 
+class FallbackKind(StrEnum):
+    """Why an answer is not the answer that was asked for (`Answer.fallback.kind`)."""
+
+    REJECTED = "rejected"  # the question is unusable (empty, too long, not text)
+    NOT_COVERED = "not-covered"  # the sources do not cover it: the assistant declines
+    LLM_UNAVAILABLE = "llm-unavailable"  # nothing answers at the LLM server (the graph answers)
+    LLM_TIMEOUT = "llm-timeout"  # the LLM took too long (the graph answers)
+    LLM_BAD_RESPONSE = "llm-bad-response"  # the LLM answered something unusable (the graph answers)
+    LLM_UNVERIFIED = "llm-unverified"  # no citation of the LLM's survived verification
+    LLM_FAILED = "llm-failed"  # the LLM answerer itself raised (a defect; the graph answers)
+
+    @property
+    def is_llm(self) -> bool:
+        """Whether the LLM's answer was replaced (the graph composer's answer stands).
+
+        >>> FallbackKind.LLM_TIMEOUT.is_llm, FallbackKind.REJECTED.is_llm
+        (True, False)
+        """
+        return self.value.startswith("llm-")
+
+    @classmethod
+    def of_llm_error(cls, err: BaseException) -> FallbackKind:
+        """The kind of fallback an LLM answerer's exception causes.
+
+        >>> FallbackKind.of_llm_error(LLMTimeout("slow")), FallbackKind.of_llm_error(KeyError())
+        (<FallbackKind.LLM_TIMEOUT: 'llm-timeout'>, <FallbackKind.LLM_FAILED: 'llm-failed'>)
+        """
+        if isinstance(err, LLMTimeout):
+            return cls.LLM_TIMEOUT
+        if isinstance(err, LLMUnavailable):
+            return cls.LLM_UNAVAILABLE
+        if isinstance(err, LLMBadResponse):
+            return cls.LLM_BAD_RESPONSE
+        return cls.LLM_UNAVAILABLE if isinstance(err, LLMError) else cls.LLM_FAILED
+
+
+class Fallback(BaseModel):
+    """Why an answer falls back: a kind to count and branch on, and a detail to show."""
+
+    kind: FallbackKind
+    detail: str = ""
+
+
 class Answer(BaseModel):
     """The public Answer object (DESIGN.md)."""
 
@@ -141,5 +213,56 @@ class Answer(BaseModel):
     backend: str = "graph"
     latency_ms: float = 0.0
     notes: list[str] = Field(
-        default_factory=list, description="extension: why a fallback happened, dropped citations"
+        default_factory=list, description="extension: human text: fallbacks, dropped citations"
     )
+    fallback: Fallback | None = Field(
+        default=None, description="extension: why the answer falls back (None: it does not)"
+    )
+
+
+class LinkedEntity(BaseModel):
+    """A graph node the question names, and how it was found."""
+
+    id: str
+    surface: str
+    how: str = Field(description="lexicon | graph | fuzzy")
+    start: int = -1
+
+
+class Question(BaseModel):
+    """A validated question with what it links to (made by `qa.understand.QuestionReader`)."""
+
+    text: str
+    language: Language
+    kind: QuestionKind
+    entities: list[LinkedEntity] = Field(default_factory=list)
+    unknown_entities: list[str] = Field(
+        default_factory=list, description="lexicon entities named but absent from the graph"
+    )
+    terms: set[str] = Field(default_factory=set)
+    injection: bool = False
+
+    @property
+    def entity_ids(self) -> list[str]:
+        """Linked ids in order of appearance, without repeats."""
+        return list(dict.fromkeys(e.id for e in self.entities))
+
+
+class LLMAnswerer(Protocol):
+    """The seam an LLM answerer implements (`qa.llm.answerer.ChatAnswerer` is the real one).
+
+    It may fail (raise `kg.errors.LLMError`): the graph composer's answer then stands, with a
+    `Fallback`. Its answer is verified like any other before it leaves.
+    """
+
+    name: str
+
+    def answer(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Answer:
+        """An answer built from the bundle, or raise `kg.errors.LLMError`."""
+        ...
+
+    def stream(
+        self, question: Question, bundle: EvidenceBundle, draft: Answer
+    ) -> Iterator[str | Answer]:
+        """Text deltas, then the final Answer; raise `kg.errors.LLMError` on failure."""
+        ...

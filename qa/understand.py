@@ -12,19 +12,19 @@ import re
 import unicodedata
 from functools import cached_property
 
-from pydantic import BaseModel, Field
-
 from kg.errors import QuestionError
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
-from qa.schema import Language, QuestionKind
+from qa.schema import Language, LinkedEntity, Question, QuestionKind
 
 __all__ = [
     "MAX_QUESTION_CHARS",
-    "LinkedEntity",
-    "Question",
     "QuestionReader",
+    "clean_question",
+    "detect_kind",
+    "detect_language",
+    "gpu_count",
     "has_choice_cue",
 ]
 
@@ -84,34 +84,6 @@ _KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
         ),
     ),
 ]
-
-
-class LinkedEntity(BaseModel):
-    """A graph node the question names, and how it was found."""
-
-    id: str
-    surface: str
-    how: str = Field(description="lexicon | graph | fuzzy")
-    start: int = -1
-
-
-class Question(BaseModel):
-    """A validated question with what it links to."""
-
-    text: str
-    language: Language
-    kind: QuestionKind
-    entities: list[LinkedEntity] = Field(default_factory=list)
-    unknown_entities: list[str] = Field(
-        default_factory=list, description="lexicon entities named but absent from the graph"
-    )
-    terms: set[str] = Field(default_factory=set)
-    injection: bool = False
-
-    @property
-    def entity_ids(self) -> list[str]:
-        """Linked ids in order of appearance, without repeats."""
-        return list(dict.fromkeys(e.id for e in self.entities))
 
 
 def clean_question(text: object) -> str:
@@ -175,6 +147,32 @@ def detect_kind(text: str, solution_mentions: int) -> QuestionKind:
                 continue
             return kind
     return QuestionKind.CHOOSE
+
+
+_GPU_COUNT = re.compile(
+    r"(超过|多于|大于|至少|少于|不到|more than|over|at least|fewer than|less than|under)?\s*"
+    r"(\d+)\s*(?:张|块|个)?\s*(?:卡|GPU|gpus|显卡)",
+    re.I,
+)
+_MORE = re.compile(r"超过|多于|大于|more than|over", re.I)
+_FEWER = re.compile(r"少于|不到|fewer than|less than|under", re.I)
+
+
+def gpu_count(text: str) -> int | None:
+    """The number of GPUs a question states.
+
+    >>> gpu_count("单机 8 张卡训练"), gpu_count("on 16 GPUs"), gpu_count("more than 64 GPUs")
+    (8, 16, 65)
+    """
+    match = _GPU_COUNT.search(text)
+    if match is None:
+        return None
+    count = int(match.group(2))
+    if match.group(1) and _MORE.fullmatch(match.group(1)):
+        return count + 1
+    if match.group(1) and _FEWER.fullmatch(match.group(1)):
+        return max(count - 1, 0)
+    return count
 
 
 class QuestionReader:
@@ -296,8 +294,6 @@ class QuestionReader:
 
     def _terms(self, text: str) -> set[str]:
         """Thesaurus keys, plus `multi-gpu` when the question states two or more GPUs."""
-        from qa.retrieve import gpu_count
-
         terms = self.lexicon.term_keys(text)
         count = gpu_count(text)
         if count is not None and count >= 2 and "multi-gpu" in self.lexicon.terms:

@@ -1,6 +1,7 @@
 """The Gradio app: chat with cited answers, the cited subgraph, a graph explorer, an `ask` API.
 
-Names load lazily: `kgqa --help` imports `ui.cli` without paying for gradio's import.
+Names load lazily: `import ui` does not pay for gradio's import (the `kgqa ui` verb lives in
+`qa.cli.ui`).
 """
 
 from __future__ import annotations

@@ -7,17 +7,15 @@ share link).
 The chat streams: the graph composer's answer appears at once, then, when the assistant has an LLM,
 the LLM's text streams in below it and its verified final answer replaces it. The endpoint
 `/ask` (`api_name="ask"`) takes the question text and returns the Answer object as JSON.
+Analytics are off through the app itself (`gr.Blocks(analytics_enabled=False)`), not through the
+process environment.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-
-# analytics must be off before gradio is imported
 import gradio as gr
 from gradio.events import api as gradio_api
 

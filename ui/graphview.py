@@ -94,8 +94,8 @@ def _box(graph: KnowledgeGraph, node: str, x: float, y: float, focus: bool = Fal
 def _layers(edges: Sequence[PathEdge]) -> dict[str, int]:
     """Column of each node: the longest chain of edges reaching it (cycles cut at the node count).
 
-    >>> _layers([PathEdge(source="a", relation="R", target="b"),
-    ...          PathEdge(source="b", relation="R", target="c")])
+    >>> _layers([PathEdge(source="a", relation="USED_WITH", target="b"),
+    ...          PathEdge(source="b", relation="USED_WITH", target="c")])
     {'a': 0, 'b': 1, 'c': 2}
     """
     nodes = list(dict.fromkeys(n for e in edges for n in (e.source, e.target)))

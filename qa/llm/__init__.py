@@ -1,36 +1,25 @@
-"""The local LLM: settings, the OpenAI-compatible client seam, model preparation, serving."""
+"""The local LLM: the LLM answerer (`answerer`), the OpenAI-compatible client seam (`client`), vLLM
+in process (`offline`), the embedded model's preparation (`prepare`), serving (`serve`), and where
+vLLM lives (`runtime`). Its settings are `qa.config.LLMSettings`."""
 
-from qa.llm.answer_schema import build_answer_schema
+from qa.llm.answer_schema import build_compact_schema
 from qa.llm.client import ChatMessage, ChatModel, ChatResult, response_format_for
-from qa.llm.prepare import (
-    MODELS,
-    ModelSpec,
-    add_prepare_arguments,
-    cmd_prepare,
-    convert_for_vllm,
-    prepare_model,
-)
-from qa.llm.serve import ServerHandle, add_serve_arguments, cmd_serve, find_vllm_python, serve
-from qa.llm.settings import LLMKind, LLMSettings, load_llm_settings
+from qa.llm.prepare import MODELS, ModelSpec, convert_for_vllm, prepare_model
+from qa.llm.runtime import find_vllm_python, vllm_cpu_env
+from qa.llm.serve import ServerHandle, serve
 
 __all__ = [
     "MODELS",
     "ChatMessage",
     "ChatModel",
     "ChatResult",
-    "LLMKind",
-    "LLMSettings",
     "ModelSpec",
     "ServerHandle",
-    "add_prepare_arguments",
-    "add_serve_arguments",
-    "build_answer_schema",
-    "cmd_prepare",
-    "cmd_serve",
+    "build_compact_schema",
     "convert_for_vllm",
     "find_vllm_python",
-    "load_llm_settings",
     "prepare_model",
     "response_format_for",
     "serve",
+    "vllm_cpu_env",
 ]

@@ -26,7 +26,7 @@ import httpx
 from pydantic import BaseModel
 
 from kg.errors import LLMBadResponse, LLMTimeout, LLMUnavailable
-from qa.llm.settings import LLMKind, LLMSettings
+from qa.config import LLMKind, LLMSettings
 
 __all__ = ["ChatMessage", "ChatModel", "ChatResult", "response_format_for"]
 

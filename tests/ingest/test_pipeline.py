@@ -17,7 +17,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ingest.embed import E5Embedder, Vectors
+from ingest.embed import E5Embedder, EmbedderWrapper, Vectors
 from ingest.merge import merge_extractions
 from ingest.pipeline import IngestReport, ingest_corpus
 from ingest.structure import parse_blocks
@@ -36,27 +36,16 @@ ZH_ARTICLE = "serving-guide.md"
 EN_ARTICLE = "edge-guide-en.md"
 
 
-class CountingEmbedder:
+class CountingEmbedder(EmbedderWrapper):
     """The real E5 embedder, counting the passages it is asked to embed."""
 
     def __init__(self, inner: E5Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.passages = 0
-
-    @property
-    def id(self) -> str:
-        return self.inner.id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         self.passages += len(texts)
         return self.inner.embed_passages(texts)
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        return self.inner.embed_queries(texts)
 
 
 @dataclass

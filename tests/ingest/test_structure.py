@@ -13,7 +13,6 @@ from ingest.structure import (
     parse_blocks,
     split_arrows,
     split_definition,
-    split_sentences,
 )
 from kg.documents import Block, BlockKind, Document
 
@@ -330,20 +329,6 @@ def test_fenced_and_unmarked_code() -> None:
 def test_a_language_word_without_code_is_text() -> None:
     _, blocks = _parse("标题\npython\n是一种语言。\n")
     assert all(b.kind != BlockKind.CODE for b in blocks)
-
-
-def test_split_sentences() -> None:
-    text = "PyTorch 适合研究。JAX 呢？适合 TPU！Use it; e.g. for speed. v2.0 is out\n下一行"
-    assert [text[s:e] for s, e in split_sentences(text)] == [
-        "PyTorch 适合研究。",
-        "JAX 呢？",
-        "适合 TPU！",
-        "Use it;",
-        "e.g. for speed.",
-        "v2.0 is out",
-        "下一行",
-    ]
-    assert split_sentences("  ") == []
 
 
 def test_empty_document() -> None:

@@ -14,10 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import skip_or_fail
+from store_fixture import SETTINGS
 
 from kg.errors import LLMError
 from qa.llm.prepare import DEFAULT_MODEL, convert_for_vllm, prepare_model
-from qa.llm.serve import ServerHandle, find_vllm_python, serve
+from qa.llm.runtime import find_vllm_python
+from qa.llm.serve import ServerHandle, serve
+
+MODELS_DIR = SETTINGS.cache_dir / "models"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,48 +33,46 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # -- real servers ------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def llamacpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    """llama.cpp serving the 0.5B model on a free port, shared by the whole session."""
+def llamacpp_gguf() -> Path:
+    """The embedded model's GGUF, for llama.cpp (skips locally, fails on CI, without llama.cpp or
+    the model: `tests/needs.py`). Tests that start their own servers take this."""
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama.cpp not installed: pip install 'llama-cpp-python[server]==0.3.36'")
+        skip_or_fail(
+            "llamacpp", "llama.cpp not installed: pip install 'llama-cpp-python[server]==0.3.36'"
+        )
     try:
-        gguf = prepare_model(DEFAULT_MODEL)
+        return prepare_model(DEFAULT_MODEL, MODELS_DIR)
     except LLMError as exc:
-        pytest.skip(f"model not available: {exc}")
+        skip_or_fail("llamacpp", f"model not available: {exc}")
+
+
+@pytest.fixture(scope="session")
+def llamacpp_server(
+    llamacpp_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerHandle]:
+    """llama.cpp serving the 0.5B model on a free port, shared by the whole session."""
+    gguf = llamacpp_gguf
     logs = tmp_path_factory.mktemp("llamacpp-logs")
-    with serve("llamacpp", str(gguf), port=0, alias=DEFAULT_MODEL, log_dir=logs) as handle:
+    with serve(
+        "llamacpp",
+        str(gguf),
+        port=0,
+        settings=SETTINGS,
+        environ=os.environ,
+        alias=DEFAULT_MODEL,
+        log_dir=logs,
+    ) as handle:
         yield handle
-
-
-def vllm_required() -> bool:
-    """Must the vLLM tests run (fail, not skip, when vLLM is missing)?
-
-    ``KGQA_REQUIRE_VLLM=1``/``0`` decides; otherwise yes on CI (``CI`` set to true/1), unless
-    ``KGQA_WITH_VLLM=0`` opted out of installing it there.
-    """
-    flag = os.environ.get("KGQA_REQUIRE_VLLM")
-    if flag is not None:
-        return flag.strip().lower() in {"1", "true", "yes"}
-    on_ci = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-    return on_ci and os.environ.get("KGQA_WITH_VLLM", "1") != "0"
-
-
-def skip_or_fail_without_vllm(reason: str) -> None:
-    """Skip locally; fail where vLLM is required (CI), so a broken install cannot pass silently."""
-    if vllm_required():
-        pytest.fail(f"{reason} (required here: CI or KGQA_REQUIRE_VLLM=1)", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def vllm_python() -> str:
     """The interpreter of vLLM's environment (skips locally, fails on CI, when there is none)."""
-    python = find_vllm_python()
+    python = find_vllm_python(SETTINGS.vllm_python)
     if python is None:
-        skip_or_fail_without_vllm(
-            "vLLM not installed: run scripts/setup_vllm_env.sh (creates .venv-vllm)"
+        skip_or_fail(
+            "vllm", "vLLM not installed: run scripts/setup_vllm_env.sh (creates .venv-vllm)"
         )
-    assert python is not None
     return python
 
 
@@ -77,10 +80,9 @@ def vllm_python() -> str:
 def vllm_model_dir(vllm_python: str) -> Path:
     """The embedded model converted for vLLM (once; reused from the cache afterwards)."""
     try:
-        return convert_for_vllm(prepare_model(DEFAULT_MODEL), python=vllm_python)
+        return convert_for_vllm(prepare_model(DEFAULT_MODEL, MODELS_DIR), python=vllm_python)
     except LLMError as exc:
-        skip_or_fail_without_vllm(f"model not available for vLLM: {exc}")
-        raise
+        skip_or_fail("vllm", f"model not available for vLLM: {exc}")
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +95,14 @@ def vllm_server(
     # (CI); the tests check behaviour, benchmarks/bench_llm.py measures the compiled server.
     eager = ["--enforce-eager"] if os.environ.get("KGQA_VLLM_COMPILE", "0") != "1" else []
     with serve(
-        "vllm", str(vllm_model_dir), port=0, alias=DEFAULT_MODEL, log_dir=logs, extra_args=eager
+        "vllm",
+        str(vllm_model_dir),
+        port=0,
+        settings=SETTINGS,
+        environ=os.environ,
+        alias=DEFAULT_MODEL,
+        log_dir=logs,
+        extra_args=eager,
     ) as handle:
         print(f"\nvLLM server up in {handle.startup_s:.1f}s")
         yield handle

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from ingest.text import Tokenizer
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, Evidence, NodeType, Relation, RelationType
 from qa.compose import GraphComposer, find_conflicts
 from qa.retrieve import path_from_relations
-from qa.schema import EvidenceBundle, Language, QuestionKind
-from qa.understand import Question, QuestionReader
+from qa.schema import EvidenceBundle, FallbackKind, Language, Question, QuestionKind
+from qa.understand import QuestionReader
 from qa.verify import CitationVerifier
 
 GUIDE = (
@@ -54,7 +55,7 @@ def _graph(*, qualified: bool = False) -> KnowledgeGraph:
                 source=RESEARCH,
                 relation=RelationType.RECOMMENDED_FOR,
                 target=target,
-                strength=str(order),
+                rank=order,
                 evidence=[ranking],
             )
         )
@@ -98,7 +99,7 @@ def graph() -> KnowledgeGraph:
 
 @pytest.fixture(scope="module")
 def composer(graph: KnowledgeGraph) -> GraphComposer:
-    return GraphComposer(graph, find_conflicts(graph))
+    return GraphComposer(graph, find_conflicts(graph), Tokenizer())
 
 
 def _read(graph: KnowledgeGraph, text: str) -> Question:
@@ -248,7 +249,8 @@ def test_abstains_on_prices_the_sources_do_not_give(
     question = _read(graph, "做研究用的 PyTorch 云服务器每小时多少钱？")
     answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0}))
     assert answer.abstained
-    assert "prices" in answer.notes[0]
+    assert answer.fallback is not None and answer.fallback.kind is FallbackKind.NOT_COVERED
+    assert answer.fallback.detail == "the sources give no prices"
 
 
 def test_a_chinese_abstention_is_in_chinese(graph: KnowledgeGraph, composer: GraphComposer) -> None:

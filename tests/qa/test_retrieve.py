@@ -14,8 +14,8 @@ from kg.documents import Chunk
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, Evidence, NodeType, Relation, RelationType
-from qa.retrieve import Retriever, gpu_count, in_scale
-from qa.understand import QuestionReader
+from qa.retrieve import Retriever, in_scale
+from qa.understand import QuestionReader, gpu_count
 
 DOC = "guide.md"
 PARTS = [

