@@ -183,6 +183,8 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
         return RelationType.ALTERNATIVE_TO
     if _EXPORT.search(before[-40:]) and target in (NodeType.FORMAT, NodeType.INFERENCE_ENGINE):
         return RelationType.EXPORTS_TO
+    if re.search(r"(?:没有|无|\bwithout|\bno)\s*$", before, re.I):
+        return RelationType.MENTIONS  # "适合没有 GPU 的服务器", "works without a GPU"
     if _REQUIRE.search(before[-50:]):
         return RelationType.REQUIRES
     if target == NodeType.ORGANIZATION:
@@ -631,8 +633,10 @@ def _unit_subject(
             return lead[0].key
     if mentions and mentions[0].start <= 1:
         first = mentions[0]
-        if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or _PREDICATE.match(
-            unit.text[first.end :]
+        if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or (
+            # "Windows is not supported" in a README is about the README's project
+            first.key.split(":")[0] in _SUBJECT_PREFIXES
+            and _PREDICATE.match(unit.text[first.end :])
         ):
             return first.key
     if unit.context:

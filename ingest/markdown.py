@@ -83,9 +83,9 @@ def is_plain_essay(doc: Document) -> bool:
     """Whether a Markdown document is an essay in plain words: headings, lists and prose, with
     no code, links, images or HTML (the shape of the bundled articles, not of a README).
 
-    >>> is_plain_essay(Document.from_text("a.md", "# 选型\n\n- 研究：PyTorch\n"))
+    >>> is_plain_essay(Document.from_text("a.md", "# 选型\\n\\n- 研究：PyTorch\\n"))
     True
-    >>> is_plain_essay(Document.from_text("a.md", "# X\n\nSee [docs](https://x.io).\n"))
+    >>> is_plain_essay(Document.from_text("a.md", "# X\\n\\nSee [docs](https://x.io).\\n"))
     False
     """
     return _MARKUP_SIGNS.search(doc.text) is None

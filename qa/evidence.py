@@ -226,6 +226,18 @@ def _answer_hint(question: str) -> re.Pattern[str] | None:
 
 
 _MAX_POINTS = 3
+
+
+def _width(text: str) -> int:
+    """How much a text says, in Latin characters: a Chinese character says about two.
+
+    >>> _width("Runs on GPUs."), _width("支持 Linux 和 macOS。")
+    (13, 20)
+    """
+    return len(text) + len(_CJK_CHAR.findall(text))
+
+
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 #: "二、", "3.", "(4)": a section's numbering, not part of its title
 _SECTION_NUMBER = re.compile(
     r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.]?|[（(]\d+[)）])\s*"
@@ -412,7 +424,11 @@ class EvidenceComposer:
         draft.facts = []
         for point in facts:
             key = normalize_name(point.text)
-            if key not in said:
+            within = any(
+                k.doc == point.doc and k.start <= point.start and point.end <= k.end
+                for k in draft.facts
+            )  # "三个提醒：" brought its first item along: the item says nothing new
+            if key not in said and not within:
                 said.add(key)
                 draft.facts.append(point)
         if not draft.recommendations and not draft.facts:
@@ -592,6 +608,8 @@ class EvidenceComposer:
                 (m.group(0), m.start())
                 for m in re.finditer(r"(?<![A-Za-z])[A-Z][\w.+\-]+", frame.text)
             ]
+        # "Kestrel or Zephyr?": an alternative the question offers must be in the sources
+        names += [(o.text, o.start) for o in frame.options if re.match(r"[A-Z]", o.text)]
         for name, at in names:
             inside = any(s <= at and at + len(name) <= e for s, e in spans)
             if inside or not key_requirement(at):
@@ -1024,7 +1042,7 @@ class EvidenceComposer:
         score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
         if unit.kind == UnitKind.HEADING:
             score *= 0.3
-        elif len(unit.text) < 25 and unit.kind != UnitKind.ROW:
+        elif _width(unit.text) < 25 and unit.kind != UnitKind.ROW:
             score *= 0.6
         if hint is not None and hint.search(" ".join([unit.text, *unit.header])):
             score *= 1.8
@@ -1095,18 +1113,18 @@ class EvidenceComposer:
             (score, unit)
             for score, unit in self.ordered(frame, pool, about=things)
             if unit.kind != UnitKind.HEADING
-            and (len(unit.text) >= 20 or unit.kind in (UnitKind.ROW, UnitKind.CODE))
+            and (_width(unit.text) >= 20 or unit.kind in (UnitKind.ROW, UnitKind.CODE))
         ] or self.ordered(frame, pool)
         chosen: list[EvidenceUnit] = []
         seen = set(shown)
         texts: set[str] = set()
         per_doc: dict[str, int] = defaultdict(int)
 
-        def take(unit: EvidenceUnit) -> None:
+        def take(unit: EvidenceUnit, capped: bool = True) -> None:
             key = normalize_name(unit.text)
             if (unit.doc, unit.start) in seen or key in texts or len(chosen) >= limit:
                 return
-            if per_doc[unit.doc] >= 3:
+            if capped and per_doc[unit.doc] >= 3:
                 return
             seen.add((unit.doc, unit.start))
             texts.add(key)
@@ -1114,10 +1132,10 @@ class EvidenceComposer:
             chosen.append(unit)
 
         docs_named: list[str] = []
-        for unit in first:
+        for unit in first:  # a followed path, a named section: taken whole
             if unit.doc not in docs_named:
                 docs_named.append(unit.doc)
-            take(unit)
+            take(unit, capped=False)
         for eid in things:
             own = [u for _s, u in order if u.subject == eid and u.doc not in docs_named]
             naming = [u for _s, u in order if eid in u.mentions and u.doc not in docs_named]

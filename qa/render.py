@@ -260,7 +260,12 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
         lines.extend(f"- {show(p)}" for p in top.points)
         for rec in draft.recommendations[1:]:
             if rec.points:
-                lines.append(f"- {words['also']} **{rec.name}**{colon}{show(rec.points[0])}")
+                # the point whose path reaches the pick: the citation that backs it
+                backed = next(
+                    (p for p in rec.points if any(rec.id in (e.source, e.target) for e in p.edges)),
+                    rec.points[0],
+                )
+                lines.append(f"- {words['also']} **{rec.name}**{colon}{show(backed)}")
         recommendations = [
             Recommendation(
                 id=rec.id, name=rec.name, reason=rec.points[0].text[:200] if rec.points else ""

@@ -270,7 +270,12 @@ class QuestionReader:
                 linked.append(
                     LinkedEntity(id=node, surface=match.group(0), how="graph", start=match.start())
                 )
-        linked.extend(self._spelled_apart(text, covered, names))
+        spans = [(e.start, e.start + len(e.surface)) for e in linked]
+        linked.extend(
+            e
+            for e in self._spelled_apart(text, covered, names)
+            if not any(s < e.start + len(e.surface) and e.start < t for s, t in spans)
+        )
         linked.extend(self._fuzzy(text, covered))
         linked.sort(key=lambda e: e.start)
         solution_mentions = len(

@@ -277,4 +277,5 @@ def test_a_declining_draft_renders_as_not_covered(verifier: CitationVerifier) ->
     answer = render_draft(verifier.verify_draft(draft)[0], verifier.graph)
     assert answer.abstained and not answer.citations and not answer.recommendations
     assert answer.fallback is not None and answer.fallback.kind == FallbackKind.NOT_COVERED
-    assert "nothing retrieved answers it" in answer.answer
+    assert "检索到的内容回答不了这个问题" in answer.answer  # said in the question's language
+    assert answer.fallback.detail == "nothing retrieved answers it"
