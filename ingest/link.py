@@ -20,11 +20,11 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ingest.claims import advice, claim_relation
 from ingest.discover import (
     Discovered,
     DocumentSubject,
@@ -34,9 +34,10 @@ from ingest.discover import (
     looks_like_entity,
     type_from_name,
 )
+from ingest.names import NameMatcher, flex_pattern
 from ingest.resolve import is_person
 from kg.documents import Document, EvidenceUnit, UnitKind
-from kg.lexicon import Lexicon, Mention, surface_pattern
+from kg.lexicon import Lexicon, Mention
 from kg.schema import (
     SOLUTION_TYPES,
     Entity,
@@ -51,27 +52,6 @@ from kg.schema import (
 
 __all__ = ["CorpusLinks", "NameMatcher", "advice", "claim_relation", "flex_pattern", "link_corpus"]
 
-_RECOMMEND_VERB = (
-    r"(?:(?:we\s+)?(?:recommend|suggest)(?:ed)?(?:\s+using)?|use|try|choose|pick|go\s+with|prefer|"
-    r"推荐(?:使用)?|建议(?:使用|用)?|首选|选择?|使用|用|考虑)"
-)
-#: "For edge devices: use X", "If you need 8-bit inference, try X", "边缘设备：用 X"
-_ADVICE = (
-    re.compile(
-        r"^\s*(?:for|if\s+you(?:\s+(?:need|want|have))?|when(?:\s+you\s+(?:need|want))?)\s+"
-        r"(?P<situation>[^:,.;!?]{2,60}?)\s*[:,]\s*" + _RECOMMEND_VERB + r"\s+",
-        re.I,
-    ),
-    re.compile(
-        r"^\s*(?:对于|如果|若)?(?P<situation>[^：:，,。；;！？]{2,24}?)\s*[：:]\s*"
-        + _RECOMMEND_VERB
-        + r"\s*"
-    ),
-)
-#: what a situation may name: it is a condition, not a product
-_SITUATIONAL = frozenset(
-    {NodeType.HARDWARE, NodeType.PLATFORM, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
-)
 
 _PREDICATE = re.compile(
     r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:'s\b|is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|"
@@ -99,224 +79,6 @@ _SUBJECT_PREFIXES = frozenset(
 _HEADING_LEAD = re.compile(
     r"^(?:what is|why|using|use|about|introducing|使用|为什么选择|关于)\s*", re.I
 )
-_NEGATION = re.compile(
-    r"not (?:yet )?supported|unsupported|no support|"
-    r"(?:does|do|did)(?:n't| not) (?:support|work|run)|"
-    r"won't|cannot|can't|not available|isn't available|❌|不支持|暂不支持|无法|不能",
-    re.I,
-)
-_REQUIRE = re.compile(
-    r"requires?|required|needs?\b|depends? on|dependenc|prerequisite|minimum|at least|>=|≥|"
-    r"must have|需要|依赖|要求|最低|前提",
-    re.I,
-)
-_ALTERNATIVE = re.compile(
-    r"alternative|instead of|replacement|drop-in|compared (?:to|with)|\bvs\.?\b|versus|faster than|"
-    r"better than|than\b|替代|相比|对比|比起|优于|快于",
-    re.I,
-)
-_OWNER = re.compile(
-    r"\b(?:by|from|part of|backed by|maintained by|developed by|created by|built by)\s+(?:the\s+)?$"
-    r"|(?:由|来自)\s*$",
-    re.I,
-)
-_OWNER_AFTER = re.compile(r"\s*(?:'s\b|’s\b|出品|开发|开源|推出|维护)")
-_EXPORT = re.compile(r"export|convert|导出|转换", re.I)
-_LICENSE = re.compile(r"licen[cs]e|许可|协议", re.I)
-_WRITTEN = re.compile(r"written in|implemented in|built (?:in|with)|for \w+$|编写|实现", re.I)
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_BY_TARGET: dict[NodeType, RelationType] = {
-    NodeType.HARDWARE: RelationType.RUNS_ON,
-    NodeType.PLATFORM: RelationType.RUNS_ON,
-    NodeType.FORMAT: RelationType.SUPPORTS,
-    NodeType.MODEL: RelationType.SUPPORTS,
-    NodeType.LANGUAGE: RelationType.SUPPORTS,
-    NodeType.TECHNIQUE: RelationType.IMPLEMENTS,
-    NodeType.PARALLEL_STRATEGY: RelationType.IMPLEMENTS,
-    NodeType.LICENSE: RelationType.LICENSED_UNDER,
-    NodeType.FRAMEWORK: RelationType.USED_WITH,
-    NodeType.LIBRARY: RelationType.USED_WITH,
-    NodeType.INFERENCE_ENGINE: RelationType.USED_WITH,
-    NodeType.TOOL: RelationType.USED_WITH,
-    NodeType.CONCEPT: RelationType.SUPPORTS,
-}
-
-
-def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationType:
-    """How a unit's subject relates to a thing the unit names at `text[at:end]`.
-
-    Words in the same clause before the name decide first (not supported, requires, instead of,
-    export), then the kind of thing named.
-
-    >>> claim_relation("Training is not supported on Windows", 29, 36, NodeType.PLATFORM)
-    <RelationType.NOT_SUPPORTED: 'NOT_SUPPORTED'>
-    >>> claim_relation("Runs on NVIDIA GPUs", 8, 19, NodeType.HARDWARE)
-    <RelationType.RUNS_ON: 'RUNS_ON'>
-    >>> claim_relation("a drop-in replacement for PyTorch", 26, 33, NodeType.FRAMEWORK)
-    <RelationType.ALTERNATIVE_TO: 'ALTERNATIVE_TO'>
-    """
-    clause_start = max(
-        (m.start() for m in re.finditer(r"[.;。；]\s|[,，]\s*(?:but|however|但|不过)", text[:at])),
-        default=0,
-    )
-    before = text[clause_start:at].lstrip(".;。；,， ")
-    # what follows the name in its clause, through a list of names ("Linux and Windows are not")
-    after = re.split(r"[.;。；,，](?:\s|$)", text[end : end + 80], maxsplit=1)[0]
-    after_verb = re.sub(r"^(?:\s*(?:,|and|or|和|与|、)\s*[\w.+\-]+)*", "", after)
-    if (
-        _NEGATION.search(before[-60:])
-        or re.search(r"\bbut not\b|\bnot (?:on|for|with|in)\s*$|(?:不|无法)\S{0,4}$", before[-20:])
-        or re.match(r"\s*(?:is|are|was|were)?\s*(?:not\b|n't\b|unsupported|❌|不|暂不)", after_verb)
-        or re.match(r"\s*(?:isn't|aren't|is not|are not)\b", after)
-    ):
-        return RelationType.NOT_SUPPORTED
-    if re.match(
-        r"[\s\d.+]*(?:or (?:later|newer|above|higher)\s+)?(?:is|are)\s+(?:required|needed)", after
-    ):
-        return RelationType.REQUIRES
-    if target == NodeType.LICENSE or (
-        target != NodeType.ORGANIZATION and _LICENSE.search(before[-40:])
-    ):
-        return RelationType.LICENSED_UNDER if target == NodeType.LICENSE else RelationType.MENTIONS
-    if _ALTERNATIVE.search(before[-50:]) and target in SOLUTION_TYPES:
-        return RelationType.ALTERNATIVE_TO
-    if _EXPORT.search(before[-40:]) and target in (NodeType.FORMAT, NodeType.INFERENCE_ENGINE):
-        return RelationType.EXPORTS_TO
-    if re.search(r"(?:没有|无|\bwithout|\bno)\s*$", before, re.I):
-        return RelationType.MENTIONS  # "适合没有 GPU 的服务器", "works without a GPU"
-    if _REQUIRE.search(before[-50:]):
-        return RelationType.REQUIRES
-    if target == NodeType.ORGANIZATION:
-        # "developed by Intel", "Hugging Face 出品": an organisation named beside a provider cue
-        # owns the subject; named otherwise ("API providers (OpenAI, Anthropic)") it is mentioned
-        own = _OWNER.search(before[-40:]) or _OWNER_AFTER.match(text[end : end + 12])
-        return RelationType.PART_OF_ECOSYSTEM if own else RelationType.MENTIONS
-    return _BY_TARGET.get(target, RelationType.MENTIONS)
-
-
-def advice(
-    text: str, mentions: list[Mention], types: dict[str, NodeType]
-) -> tuple[str, str] | None:
-    """(situation, recommended entity id) when `text` is shaped as advice.
-
-    The recommended thing is the first product named right after the verb; the situation may
-    name only conditions (hardware, platforms, people, scenarios).
-
-    >>> found = [Mention(start=22, end=30, surface="FooServe", key="fooserve")]
-    >>> advice("For edge devices: use FooServe", found, {"fooserve": NodeType.INFERENCE_ENGINE})
-    ('edge devices', 'fooserve')
-    """
-    for pattern in _ADVICE:
-        match = pattern.match(text)
-        if match is None:
-            continue
-        situation_end = match.end("situation")
-        for mention in mentions:
-            kind = types.get(mention.key)
-            if mention.start < situation_end and kind not in _SITUATIONAL:
-                return None
-            if mention.start >= match.end() and mention.start - match.end() <= 2:
-                if kind in SOLUTION_TYPES and kind not in (NodeType.HARDWARE, NodeType.CONCEPT):
-                    return match.group("situation").strip(), mention.key
-                return None
-        return None
-    return None
-
-
-def flex_pattern(surface: str) -> str:
-    """A regex for a name that tolerates how people split it: `FlashAttention` also matches
-    `Flash Attention` and `flash-attention`; `LLaMA-Factory` matches `LlamaFactory`.
-
-    >>> p = re.compile(flex_pattern("flashattention-2"), re.I)
-    >>> [bool(p.search(t)) for t in ["Flash Attention 2", "FlashAttention-2", "flashattention2x"]]
-    [False, True, False]
-    >>> bool(re.search(flex_pattern("FlashAttention"), "via Flash Attention 2.5.7+"))
-    True
-    """
-    pieces: list[str] = []
-    prev = ""
-    for ch in surface.strip():
-        if ch in " -_":
-            if pieces and pieces[-1] != r"[\s\-_]?":
-                pieces.append(r"[\s\-_]?")
-            prev = ch
-            continue
-        if prev and ((prev.islower() and ch.isupper()) or (prev.isalpha() and ch.isdigit())):
-            pieces.append(r"[\s\-_]?")
-        pieces.append(re.escape(ch))
-        prev = ch
-    body = "".join(pieces)
-    if re.match(r"[A-Za-z0-9]", surface):
-        body = r"(?<![A-Za-z0-9_])" + body
-    if re.search(r"[A-Za-z]$", surface):
-        body += r"(?:s|es)?(?![A-Za-z0-9_])"
-    elif re.search(r"[0-9]$", surface):
-        body += r"(?![A-Za-z0-9_]|\.\d)"  # "Flash Attention 2.5.7" is no "FlashAttention-2"
-    return body
-
-
-@dataclass(frozen=True)
-class _Surface:
-    text: str
-    key: str
-    case_sensitive: bool
-
-
-class NameMatcher:
-    """Finds entity names in text: longest name first, non-overlapping, word-bounded.
-
-    Names written like ordinary capitalised words ("Candle", "Optimum") match only with that
-    capital; shaped names ("vLLM", "llama.cpp", "RTX 4090") match in any case.
-    """
-
-    def __init__(self, surfaces: Iterable[tuple[str, str, bool]]) -> None:
-        unique = {(s.strip(), k, cs) for s, k, cs in surfaces if len(normalize_name(s)) >= 2}
-        ordered = sorted(unique, key=lambda t: (-len(t[0]), t[0], t[1]))
-        self._keys: dict[str, str] = {}
-        folded_parts, exact_parts = [], []
-        for surface, key, case_sensitive in ordered:
-            norm = normalize_name(surface)
-            self._keys.setdefault(norm, key)
-            if case_sensitive:
-                self._keys.setdefault("=" + surface, key)
-                exact_parts.append(surface_pattern(surface))
-            else:
-                folded_parts.append(flex_pattern(surface).translate(_ASCII_LOWER))
-        self._folded = re.compile("|".join(folded_parts) or "(?!)")
-        self._exact = re.compile("|".join(exact_parts) or "(?!)")
-
-    def find(self, text: str) -> list[Mention]:
-        """Non-overlapping mentions, longest first where two overlap."""
-        found: list[Mention] = []
-        for match in self._folded.finditer(text.translate(_ASCII_LOWER)):
-            key = self._resolve(text[match.start() : match.end()], exact=False)
-            if key is not None:
-                found.append(
-                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
-                )
-        for match in self._exact.finditer(text):
-            key = self._resolve(match.group(0), exact=True)
-            if key is not None:
-                found.append(
-                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
-                )
-        found.sort(key=lambda m: (m.start, -(m.end - m.start)))
-        kept: list[Mention] = []
-        for mention in found:
-            if kept and mention.start < kept[-1].end:
-                continue
-            kept.append(mention)
-        return kept
-
-    def _resolve(self, surface: str, *, exact: bool) -> str | None:
-        if exact and "=" + surface in self._keys:
-            return self._keys["=" + surface]
-        norm = normalize_name(surface)
-        key = self._keys.get(norm)
-        if key is None and norm.endswith("s"):
-            key = self._keys.get(norm[:-1]) or self._keys.get(norm[:-2])
-        return key
 
 
 @dataclass
