@@ -58,7 +58,14 @@ __all__ = ["AnswerEvent", "Assistant", "StoreStatus"]
 
 #: Linked entities too common to steer retrieval (a platform, a criterion, a generic device).
 _GENERIC_LINKS = frozenset(
-    {NodeType.PLATFORM, NodeType.CRITERION, NodeType.HARDWARE, NodeType.LANGUAGE, NodeType.CONCEPT}
+    {
+        NodeType.PLATFORM,
+        NodeType.CRITERION,
+        NodeType.HARDWARE,
+        NodeType.LANGUAGE,
+        NodeType.CONCEPT,
+        NodeType.ORGANIZATION,
+    }
 )
 _SNIPPET_WORDS = (
     "代码",
@@ -192,7 +199,7 @@ class Assistant:
         bundle = self.retriever.retrieve(question)
         text, _injected = strip_injection(question.text)
         linked = [e for e in question.entity_ids if e in self.graph]
-        specific = [e for e in linked if self.graph.entity(e).type not in _GENERIC_LINKS]
+        specific = [e for e in linked if self._steers(e)]
         names = [
             n for e in specific for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]
         ]
@@ -230,6 +237,14 @@ class Assistant:
             draft.snippets = self._snippets(question, bundle)
         verified, _result = self.verifier.verify_draft(draft)
         return verified
+
+    def _steers(self, entity: str) -> bool:
+        """Whether a linked entity should steer retrieval: a thing one uses, or a piece of
+        hardware, a platform or a concept few units name ("AWS Inferentia", not "GPU")."""
+        if self.graph.entity(entity).type not in _GENERIC_LINKS:
+            return True
+        named_in = len(self.units.by_mention.get(entity, []))
+        return named_in <= max(2, len(self.units.units) // 100)
 
     def graph_answer(self, question: Question) -> tuple[Answer, AnswerDraft]:
         """The graph's answer, rendered from its verified draft, and that draft."""

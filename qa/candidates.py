@@ -33,7 +33,7 @@ class CandidateScorer(UnitIndex):
         wanted = frame.types
         top = ranked[:30]
         best = top[0].score if top else 1.0
-        evidence: dict[str, float] = defaultdict(float)
+        contributions: dict[str, list[float]] = defaultdict(list)
         support: dict[str, list[EvidenceUnit]] = defaultdict(list)
         clause_terms = self._question_terms(frame)
         for r in top:
@@ -50,9 +50,15 @@ class CandidateScorer(UnitIndex):
                 target = self._admit(eid, named, wanted, subject=eid == unit.subject)
                 if target is None:
                     continue
-                evidence[target] += share * weight
+                contributions[target].append(share * weight)
                 if unit not in support[target]:
                     support[target].append(unit)
+        # the best unit counts fully, the others less and less: many loose matches in a long
+        # README must not outweigh the one unit that says what the question asks
+        evidence = {
+            eid: sum(v * 0.5**i for i, v in enumerate(sorted(values, reverse=True)))
+            for eid, values in contributions.items()
+        }
         names = [
             n for e in named for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]
         ]
@@ -101,7 +107,7 @@ class CandidateScorer(UnitIndex):
             exact = [c for c in scored if self.graph.entity(c[0]).type in wanted]
             scored = exact or scored
         top_score = scored[0][1]
-        return [c for c in scored if c[1] >= 0.4 * top_score][:3]
+        return [c for c in scored if c[1] >= 0.55 * top_score][:3]
 
     def constraint_fit(self, eid: str, constraints: list[str]) -> float:
         """How many of the things a question requires (Inferentia, PyTorch, a format) the graph
@@ -118,7 +124,8 @@ class CandidateScorer(UnitIndex):
                 r
                 for node in nodes
                 for r in self.graph.relations_of(node)
-                if constraint in (r.source, r.target) and r.relation != RelationType.PART_OF
+                if constraint in (r.source, r.target)
+                and r.relation not in (RelationType.PART_OF, RelationType.MENTIONS)
             ]
             if not relations:
                 continue

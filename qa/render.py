@@ -182,18 +182,23 @@ def _point_line(graph: KnowledgeGraph, point: DraftPoint, lang: str) -> str:
 def chains(edges: list[PathEdge]) -> list[list[PathEdge]]:
     """Edges joined into paths where one ends where the next starts (PyTorch → ONNX → TensorRT).
 
-    >>> e = [PathEdge(source="a", relation="EXPORTS_TO", target="b"),
-    ...      PathEdge(source="b", relation="USED_WITH", target="c"),
-    ...      PathEdge(source="a", relation="RUNS_ON", target="d")]
+    >>> e = [PathEdge(source="b", relation="USED_WITH", target="c"),
+    ...      PathEdge(source="a", relation="RUNS_ON", target="d"),
+    ...      PathEdge(source="a", relation="EXPORTS_TO", target="b")]
     >>> [[x.target for x in chain] for chain in chains(e)]
-    [['b', 'c'], ['d']]
+    [['d'], ['b', 'c']]
     """
+    left = list(edges)
     paths: list[list[PathEdge]] = []
-    for edge in edges:
-        if paths and paths[-1][-1].target == edge.source:
-            paths[-1].append(edge)
-        else:
-            paths.append([edge])
+    while left:
+        # start where no other edge leads in, then follow the edges that continue the path
+        first = next((e for e in left if all(o.target != e.source for o in left)), left[0])
+        path = [first]
+        left.remove(first)
+        while (step := next((e for e in left if e.source == path[-1].target), None)) is not None:
+            path.append(step)
+            left.remove(step)
+        paths.append(path)
     return paths
 
 
