@@ -7,10 +7,11 @@
    units are about, or the options the question names, with the graph's explicit advice
    (`qa.compose`) first when the question matches a situation the sources advise on.
 3. **Points** (`qa.unit_index`): the recommendation's best units (its definition first), an
-   alternative, caveats; for other questions the best units overall, one per named entity first (two documents for a
-   two-hop question), the route from what the question names, a named section's points, what
-   each document says when the question asks whether they agree. Each point carries the graph
-   edges its unit is evidence of; `qa.verify` prunes the draft and `qa.render` writes it.
+   alternative, caveats; for other questions the best units overall, one per named entity first
+   (two documents for a two-hop question), the route from what the question names, a named
+   section's points, what each document says when the question asks whether they agree. Each
+   point carries the graph edges its unit is evidence of; `qa.verify` prunes the draft and
+   `qa.render` writes it.
 """
 
 from __future__ import annotations
