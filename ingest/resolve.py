@@ -115,7 +115,10 @@ class DocumentEntities:
         self.lexicon = lexicon
         self.entities: dict[str, Entity] = {}
         self.relations: list[Relation] = []
-        self._pattern_cache: tuple[re.Pattern[str] | None, dict[str, str]] | None = None
+        # the pattern of discovered names, and the entity generation it was built for: rebuilt
+        # only when an entity is added or retyped (a 5,000-row table must not rebuild it per cell)
+        self._generation = 0
+        self._pattern_cache: tuple[int, re.Pattern[str] | None, dict[str, str]] | None = None
 
     # -- evidence ---------------------------------------------------------------------------
     def evidence(self, start: int, end: int, heading_path: tuple[str, ...] = ()) -> Evidence:
@@ -137,6 +140,7 @@ class DocumentEntities:
         eid = entity_id(node_type, name)
         known = self.entities.get(eid)
         if known is None:
+            self._generation += 1
             self.entities[eid] = Entity(
                 id=eid, type=node_type, name=name, aliases=list(aliases), evidence=[ev]
             )
@@ -204,6 +208,8 @@ class DocumentEntities:
 
     def _discovered_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, str]]:
         """A pattern of the things this document discovered (names the lexicon does not know)."""
+        if self._pattern_cache is not None and self._pattern_cache[0] == self._generation:
+            return self._pattern_cache[1], self._pattern_cache[2]
         names: dict[str, str] = {}
         for entity in self.entities.values():
             key = normalize_name(entity.name)
@@ -215,16 +221,18 @@ class DocumentEntities:
             ):
                 names.setdefault(key, entity.id)
         if not names:
+            self._pattern_cache = (self._generation, None, names)
             return None, names
-        if self._pattern_cache is not None and self._pattern_cache[1] == names:
-            return self._pattern_cache
+        if self._pattern_cache is not None and self._pattern_cache[2] == names:
+            self._pattern_cache = (self._generation, *self._pattern_cache[1:])
+            return self._pattern_cache[1], self._pattern_cache[2]
         surfaces = sorted(
             {e.name for e in self.entities.values() if normalize_name(e.name) in names},
             key=len,
             reverse=True,
         )
         pattern = re.compile("|".join(surface_pattern(s) for s in surfaces), re.IGNORECASE)
-        self._pattern_cache = (pattern, names)
+        self._pattern_cache = (self._generation, pattern, names)
         return pattern, names
 
     def find_mentions(self, text: str) -> list[Mention]:
@@ -279,6 +287,7 @@ class DocumentEntities:
         if entity.type == node_type or self.lexicon.lookup(entity.name) is not None:
             return eid
         del self.entities[eid]
+        self._generation += 1
         new_id = entity_id(node_type, entity.name)
         for ev in entity.evidence:
             self._register(node_type, entity.name, entity.aliases, ev)

@@ -16,7 +16,10 @@ from qa.options import resolve_options
 from qa.unit_index import CHOOSABLE, SOFTWARE, UnitIndex
 from qa.units import RankedUnit, bilingual_search
 
-__all__ = ["CandidateScorer"]
+__all__ = ["Candidate", "CandidateScorer"]
+
+#: an entity id (or `value:<text>`), its score, its supporting units best first
+Candidate = tuple[str, float, list[EvidenceUnit]]
 
 
 class CandidateScorer(UnitIndex):
@@ -26,10 +29,17 @@ class CandidateScorer(UnitIndex):
         self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
     ) -> list[tuple[str, float, list[EvidenceUnit]]]:
         """Entities to recommend, best first, each with its supporting units (best first)."""
+        return self.weigh(frame, named, ranked)[0]
+
+    def weigh(
+        self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The candidates within reach of the best (up to three: what is recommended), and the
+        others weighed, best first."""
         if frame.options:
             options = self.option_candidates(frame, ranked)
             if options:
-                return options
+                return options, []
         wanted = frame.types
         top = ranked[:30]
         best = top[0].score if top else 1.0
@@ -78,12 +88,12 @@ class CandidateScorer(UnitIndex):
                 for eid in {t for t in evidence if any(u.doc == doc for u in support[t])}:
                     profile[eid] = max(profile.get(eid, 0.0), score * 0.9)
         if not evidence and not profile:
-            return []
+            return [], []
         top_evidence = max(evidence.values(), default=1.0) or 1.0
         top_profile = max(profile.values(), default=1.0) or 1.0
         # what the question requires (named and not itself a candidate): Inferentia, PyTorch
         constraints = [c for c in sorted(named) if c not in set(evidence) | set(profile)]
-        scored = []
+        scored: list[Candidate] = []
         for eid in set(evidence) | set(profile):
             node_type = self.graph.entity(eid).type
             fit = 1.0
@@ -107,7 +117,8 @@ class CandidateScorer(UnitIndex):
             exact = [c for c in scored if self.graph.entity(c[0]).type in wanted]
             scored = exact or scored
         top_score = scored[0][1]
-        return [c for c in scored if c[1] >= 0.55 * top_score][:3]
+        close = [c for c in scored if c[1] >= 0.55 * top_score][:3]
+        return close, [c for c in scored if c not in close]
 
     def constraint_fit(self, eid: str, constraints: list[str]) -> float:
         """How many of the things a question requires (Inferentia, PyTorch, a format) the graph

@@ -51,6 +51,8 @@ _MAX_POINTS = 3
 
 
 _MAX_FACTS = 4
+#: how many other candidates an LLM may pick among, beside the recommended ones
+_WEIGHED = 4
 
 
 class EvidenceComposer(CandidateScorer, Answerability):
@@ -112,7 +114,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
         elif frame.choice or frame.options:
-            ranked_candidates = self.candidates(frame, named, ranked)
+            ranked_candidates, weighed = self.weigh(frame, named, ranked)
             bridge_type = self.graph.entity(bridge).type if bridge is not None else None
             if bridge is not None and (
                 not frame.types
@@ -126,6 +128,19 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 draft.recommendations = self.recommendations(
                     frame, ranked_candidates, ranked + second
                 )
+            # the others weighed, each with its best unit: an LLM may pick among them all
+            picked = {r.id for r in draft.recommendations}
+            draft.candidates = [
+                DraftRecommendation(
+                    id=eid,
+                    name=self.graph.entity(eid).name,
+                    points=[
+                        self.point(next((u for u in units if self._touches(u, eid)), units[0]), eid)
+                    ],
+                )
+                for eid, _score, units in weighed[:_WEIGHED]
+                if eid not in picked and units and eid in self.graph
+            ]
         shown = {(p.doc, p.start) for r in draft.recommendations for p in r.points}
         limit = self.facts_with_picks if draft.recommendations else self.facts_alone
         first: list[EvidenceUnit] = []

@@ -162,7 +162,7 @@ def _clipped(text: str, limit: int) -> str:
 
 
 def _where(doc: str, heading: str) -> str:
-    return f"{doc} · {_clipped(heading, 60)}" if heading else doc
+    return f"{doc} · {_clipped(heading, 32)}" if heading else doc
 
 
 def _point_line(graph: KnowledgeGraph, point: DraftPoint, lang: str) -> str:
@@ -175,7 +175,8 @@ def _point_line(graph: KnowledgeGraph, point: DraftPoint, lang: str) -> str:
     heading = point.heading if point.heading and point.heading not in text else ""
     line = f"“{text}” ({_where(point.doc, heading)})"
     if point.edges:
-        line += " — " + "; ".join(format_path(graph, chain, lang) for chain in chains(point.edges))
+        # the longest path the point is evidence of; all of them are in the citations
+        line += " — " + format_path(graph, max(chains(point.edges), key=len), lang)
     return line
 
 

@@ -291,6 +291,10 @@ class AnswerDraft(BaseModel):
     question: str
     language: Language
     recommendations: list[DraftRecommendation] = Field(default_factory=list)
+    candidates: list[DraftRecommendation] = Field(
+        default_factory=list,
+        description="the other things weighed, each with its best point: not shown; an LLM's pool",
+    )
     facts: list[DraftPoint] = Field(default_factory=list)
     caveats: list[DraftPoint] = Field(default_factory=list)
     conflicts: list[Conflict] = Field(default_factory=list)

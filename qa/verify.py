@@ -137,9 +137,15 @@ class CitationVerifier:
             else:
                 result.dropped += 1
                 result.reasons.append(f"recommendation {rec.name} has no verified path")
+        candidates = [
+            c.model_copy(update={"points": kept})
+            for c in draft.candidates
+            if c.id in self.graph and (kept := points(c.points))
+        ]
         verified = draft.model_copy(
             update={
                 "recommendations": recommendations,
+                "candidates": candidates,
                 "facts": points(draft.facts),
                 "caveats": points(draft.caveats),
                 "notes": list(draft.notes),

@@ -1,8 +1,9 @@
 """The LLM answerer: a retrieval-augmented local LLM behind the OpenAI-compatible chat API.
 
 It works on the graph's verified draft (`qa.schema.AnswerDraft`): the draft's points are the
-evidence the model sees (E1.., clipped quotes with their documents), the draft's picks and the
-things its points name are the candidates, and the model answers in a small, ordered,
+evidence the model sees (E1.., clipped quotes, the other candidates' best
+points among them), the draft's picks, the other candidates it weighed and the things its points
+name are what the model may pick, and the model answers in a small, ordered,
 grammar-constrained object: ``decline`` (the evidence does not answer the question), then
 ``recommendations`` (names enumerated from the candidates), ``citations`` (E ids enumerated), then
 ``answer`` (one sentence, bounded by ``maxLength``). So the model cannot name an entity or evidence
@@ -152,8 +153,8 @@ class ChatAnswerer:
         chat: StructuredChat,
         graph: KnowledgeGraph,
         *,
-        max_points: int = 5,
-        max_candidates: int = 4,
+        max_points: int = 6,
+        max_candidates: int = 6,
         point_chars: int = 70,
         answer_chars: dict[str, int] | None = None,
         max_tokens: int = 160,
@@ -169,22 +170,28 @@ class ChatAnswerer:
 
     # -- prompt -------------------------------------------------------------------------------
     def _points(self, draft: AnswerDraft) -> list[DraftPoint]:
-        """The draft's points in the order it shows them, one per source span."""
+        """The draft's points in the order it shows them, then the best point of each other
+        candidate, one per source span."""
         seen: set[tuple[str, int]] = set()
         points = []
-        for point in draft.points():
+        shown = draft.points()
+        others = [c.points[0] for c in draft.candidates if c.points]
+        # room for the candidates' points: the model may pick a candidate for what its point says
+        for point in [*shown[: max(2, self.max_points - len(others))], *others, *shown]:
             if (point.doc, point.start) not in seen:
                 seen.add((point.doc, point.start))
                 points.append(point)
         return points[: self.max_points]
 
     def _candidates(self, draft: AnswerDraft, points: list[DraftPoint]) -> dict[str, str]:
-        """Names the model may recommend: the draft's picks, then the choosable things its
-        points cite. A draft that recommends nothing (a fact, a comparison) offers none: the model
-        writes the sentence over its facts."""
+        """Names the model may recommend: the draft's picks, every other candidate the answerer
+        weighed, then the choosable things the points cite. A draft that recommends nothing (a
+        fact, a comparison) offers none: the model writes the sentence over its facts."""
         if not draft.recommendations:
             return {}
         names = {r.name: r.id for r in draft.recommendations}
+        for candidate in draft.candidates:  # every candidate weighed, not only the picks
+            names.setdefault(candidate.name, candidate.id)
         for point in points:
             for edge in point.edges:
                 for node in (edge.source, edge.target):
@@ -207,8 +214,7 @@ class ChatAnswerer:
         names = self._candidates(draft, points)
         lines = [labels["evidence"]]
         lines += [
-            f"E{i} “{_clip(p.text, self.point_chars)}” ({p.doc})"
-            for i, p in enumerate(points, start=1)
+            f"E{i} “{_clip(p.text, self.point_chars)}”" for i, p in enumerate(points, start=1)
         ]
         sep = "、" if lang == "zh" else ", "
         if names:

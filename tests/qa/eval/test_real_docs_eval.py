@@ -1,22 +1,24 @@
 """End to end on the 26 real READMEs and 106 gold questions in `../shared/real-docs` (read from
-there, never copied here): ingest, then every question through the graph answerer (no LLM,
-lexical and graph retrieval), scored by `qa.eval.score`. Every citation is checked against the
-graph export and the files as read from disk (`tests/grounding.py`), every unanswerable question
-must be declined, and accuracy stays above a floor. Skipped where the folder is absent (a user's
-clone), failed under CI."""
+there, never copied into the repository): `kgqa ingest` of those files together with generated
+hostile Markdown (deep nesting, a giant table, broken HTML, a 1 MB line), then every question
+through the graph answerer (no LLM, lexical and graph retrieval), scored by `qa.eval.score`. Every
+citation is checked against the graph export and the files as read from disk
+(`tests/grounding.py`), every unanswerable question must be declined, and accuracy stays above a
+floor. Skipped where the folder is absent (a user's clone), failed under CI."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from grounding import exported_edges, grounding_problems
 from store_fixture import SETTINGS
 
-from ingest.embed import E5Embedder
-from ingest.pipeline import ingest_corpus
 from kg.lexicon import Lexicon
 from qa.api import Assistant
 from qa.eval.records import GoldQuestion
@@ -39,15 +41,56 @@ def real_docs() -> Path:
     return REAL_DOCS
 
 
+HOSTILE = {
+    "hostile-nesting.md": "> " * 2000
+    + "deep\n\n"
+    + "".join("  " * i + "- item\n" for i in range(300)),
+    "hostile-table.md": "| "
+    + " | ".join(f"c{i}" for i in range(12))
+    + " |\n|"
+    + "---|" * 12
+    + "\n"
+    + "".join("| " + " | ".join(f"r{r}c{i}" for i in range(12)) + " |\n" for r in range(5000)),
+    "hostile-html.md": "<div><table><tr><td>" * 2000 + "<p>unclosed <b>bold <a href='x'>link",
+    "hostile-line.md": "word [link](http://x) **b** `c` " * 32_000,  # one line of 1 MB
+}
+
+
 @pytest.fixture(scope="module")
-def store(real_docs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("real-docs") / "store"
-    embedder = E5Embedder(cache_dir=SETTINGS.cache_dir)
-    report = ingest_corpus(
-        [real_docs / "corpus"], root, embedder, Lexicon.default(), cache_dir=SETTINGS.cache_dir
+def ingested(real_docs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`kgqa ingest` of the real documents plus hostile Markdown: (store, its summary)."""
+    root = tmp_path_factory.mktemp("real-docs")
+    corpus = root / "corpus"
+    shutil.copytree(real_docs / "corpus", corpus)
+    for name, text in HOSTILE.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qa.cli",
+            "ingest",
+            "--corpus",
+            str(corpus),
+            "--store",
+            str(root / "store"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
-    assert report.ok and report.documents == 26, report.failed
-    return root
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root / "store", done.stdout
+
+
+@pytest.fixture(scope="module")
+def store(ingested: tuple[Path, str]) -> Path:
+    return ingested[0]
+
+
+def test_every_document_ingests_hostile_ones_too(ingested: tuple[Path, str]) -> None:
+    total = 26 + len(HOSTILE)
+    assert f"documents: {total} ({total} processed" in ingested[1], ingested[1]
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +113,8 @@ def test_every_citation_is_grounded_in_the_export_and_the_files(
     answers: dict[str, Answer], store: Path, real_docs: Path
 ) -> None:
     edges = exported_edges(store)
-    documents = {
-        p.name: p.read_text(encoding="utf-8") for p in sorted((real_docs / "corpus").iterdir())
-    }
+    documents = {p.name: p.read_text(encoding="utf-8") for p in (real_docs / "corpus").iterdir()}
+    documents |= HOSTILE
     problems = [
         f"{qid}: {problem}"
         for qid, answer in answers.items()

@@ -149,13 +149,21 @@ def test_the_prompt_is_compact_and_the_schema_enumerates_the_evidence(
     assert props["recommendations"]["items"]["enum"] == list(plan.names)
     assert props["citations"]["items"]["enum"] == [f"E{i}" for i in range(1, len(plan.points) + 1)]
     assert props["answer"]["maxLength"] == llm.answer_chars[plan.lang]
-    # the draft's picks come first among the candidates, then what its points cite
+    # the draft's picks come first among the candidates, then every other candidate it weighed
     picks = [r.id for r in draft.recommendations]
-    assert list(plan.names.values())[: len(picks)] == picks[: llm.max_candidates]
-    assert all(node in assistant.graph for node in plan.names.values())
-    # the points shown are the draft's, in its order
-    shown = list(dict.fromkeys(_key(p) for p in draft.points()))
-    assert [_key(p) for p in plan.points] == shown[: len(plan.points)]
+    weighed = [c.id for c in draft.candidates]
+    names = list(plan.names.values())
+    assert names[: len(picks)] == picks[: llm.max_candidates]
+    assert (
+        names[len(picks) : len(picks) + len(weighed)] == weighed[: llm.max_candidates - len(picks)]
+    )
+    assert all(node in assistant.graph for node in names)
+    # the points shown are the draft's, the first of them in its order, and each other
+    # candidate's best point
+    shown = [_key(p) for p in draft.points()]
+    keys = [_key(p) for p in plan.points]
+    assert keys[:2] == list(dict.fromkeys(shown))[:2]
+    assert set(keys) <= set(shown) | {_key(c.points[0]) for c in draft.candidates}
 
 
 def test_the_model_reorders_the_picks_and_its_sentence_goes_on_top(
