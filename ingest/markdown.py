@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ingest.markup import is_decorative, strip_markup
-from ingest.structure.code import Line
+from ingest.structure.code import Line, code_like
 from ingest.structure.items import indent_depths, table_cells
 from kg.documents import Block, BlockKind, Document
 
@@ -141,6 +141,17 @@ class _Parser:
             return
         if self.blocks and start < self.blocks[-1].end:
             return  # never overlap (a defensive guard: the scanner moves forward only)
+
+        def inside(span: tuple[int, int]) -> tuple[int, int]:
+            # a padded last cell at the line's end: spans stay inside the trimmed block
+            a, b = min(max(span[0], start), end), min(max(span[1], start), end)
+            return (a, max(a, b))
+
+        if "cell_spans" in fields:
+            fields["cell_spans"] = [
+                [inside(sp) for sp in row]
+                for row in fields["cell_spans"]  # type: ignore[attr-defined]
+            ]
         self.blocks.append(
             Block.model_validate(
                 {
@@ -155,7 +166,8 @@ class _Parser:
         )
 
     def heading(self, level: int, title_start: int, title_end: int, start: int, end: int) -> None:
-        title = strip_markup(self.doc.text[title_start:title_end]).strip(" #:：")
+        # the ATX closing sequence is already cut off: a "#" left is the title's ("Using C#")
+        title = strip_markup(self.doc.text[title_start:title_end]).strip(" :：")
         if not title:
             return
         self.stack = [h for h in self.stack if h.level < level]
@@ -197,6 +209,8 @@ class _Parser:
         if _QUOTE.match(t):
             return self.quote(k)
         if ln.indent >= 4 and (k == 0 or self.lines[k - 1].blank):
+            if self.continues_list(k) and not code_like(t.strip()):
+                return self.paragraph(k)  # a list item's continuation paragraph, not code
             return self.indented_code(k)
         return self.paragraph(k)
 
@@ -370,7 +384,8 @@ class _Parser:
             j += 1
         if not items:
             return self.paragraph(k)
-        spans = [(s, e) for s, e, _ in items]
+        text = self.doc.text
+        spans = [(s, s + len(text[s:e].rstrip())) for s, e, _ in items]  # no trailing spaces
         self.emit(
             BlockKind.LIST,
             self.lines[k].start,
@@ -387,6 +402,15 @@ class _Parser:
             j += 1
         self.emit(BlockKind.PROSE, self.lines[k].start, self.lines[j - 1].end)
         return j
+
+    def continues_list(self, k: int) -> bool:
+        """Whether line `k` follows a list with only blank lines between (it may continue it)."""
+        if not self.blocks or self.blocks[-1].kind != BlockKind.LIST:
+            return False
+        j = k - 1
+        while j >= 0 and self.lines[j].blank:
+            j -= 1
+        return j >= 0 and self.lines[j].end >= self.blocks[-1].end
 
     def indented_code(self, k: int) -> int:
         j = k
