@@ -10,20 +10,35 @@ and a name bound only inside a closed block (an import, a parameter) used after 
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import heapq
 import io
 import itertools
+import json
 import re
 import shlex
 import shutil
 import tokenize
+import tomllib
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-__all__ = ["RepairResult", "detect_language", "repair_indentation"]
+__all__ = [
+    "DATA_LANGUAGES",
+    "DOCKERFILE_INSTRUCTIONS",
+    "RepairResult",
+    "compiles",
+    "describe_output",
+    "detect_language",
+    "dockerfile_lines",
+    "normalise_label",
+    "repair_indentation",
+    "strip_magics",
+    "transcript_input",
+]
 
 _INDENT = "    "
 _MAX_EXPANSIONS = 20_000
@@ -66,9 +81,14 @@ class _Line:
     uses: frozenset[str]
 
 
-def _compiles(code: str) -> bool:
-    try:
-        compile(code, "<snippet>", "exec", dont_inherit=True)
+def compiles(code: str) -> bool:
+    """Whether `code` compiles as Python (top-level `await` allowed, as in a notebook).
+
+    >>> compiles("await f()"), compiles("def f(:")
+    (True, False)
+    """
+    try:  # top-level `await` / `async for` is how notebooks and the asyncio REPL show it
+        compile(code, "<snippet>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -221,7 +241,7 @@ def _search(lines: list[_Line]) -> list[int] | None:
     while heap and expansions < _MAX_EXPANSIONS:
         cost, _, i, depths, state = heapq.heappop(heap)
         if i == len(lines):
-            if _compiles(_render(lines, list(depths))):
+            if compiles(_render(lines, list(depths))):
                 return list(depths)
             continue
         if (i, state) in seen:
@@ -257,7 +277,7 @@ def repair_indentation(code: str) -> RepairResult:
 
 @functools.lru_cache(maxsize=256)
 def _repair_cached(code: str) -> tuple[str, bool, str]:
-    if _compiles(code):
+    if compiles(code):
         return code, False, "compiles as given"
     lines = _logical_lines(code)
     if not lines:
@@ -273,6 +293,37 @@ def _repair_cached(code: str) -> tuple[str, bool, str]:
 _SHELL_START = re.compile(r"^(\$\s|sudo\s|export\s|[A-Z_]+=\S+\s)")
 _SHELL_OPTION = re.compile(r"(^|\s)--?[A-Za-z][\w-]*(=\S+)?(\s|$)")
 _PY_SIGNAL = re.compile(r"(^\s*(import|from|def|class)\s)|(\w\s*=[^=])|(\w\()|(\.\w)")
+# Python that shell never is: imports, definitions, dotted calls, `name = value` with spaces
+_STRONG_PY = re.compile(
+    r"^\s*(import\s+\w|from\s+[\w.]+\s+import\s|(async\s+)?def\s+\w+\s*\(|class\s+\w+|@\w)"
+    r"|\w\.\w+\s*\(|^\s*\w+(\[[^\]]*\])?\s+=\s+\S",
+    re.MULTILINE,
+)
+_MAGIC = re.compile(r"^(\s*)([%!]{1,2}[A-Za-z].*)$", re.MULTILINE)
+_PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^$#\n]*)?)?\$(?:\s|$)")
+_PYCON = re.compile(r"^\s*>>>(?:\s|$)")
+_PYCON_MORE = re.compile(r"^\s*\.\.\.(?:\s|$)")
+_TOML_TABLE = re.compile(r"^\s*\[\[?[\w\"'. -]+\]\]?\s*$", re.MULTILINE)
+_YAML_KEY = re.compile(r"^(\s*)(?:-\s+)?[\"']?[\w.-]+[\"']?\s*:(?:\s|$)")
+_YAML_ITEM = re.compile(r"^(\s*)-(?:\s|$)")
+DOCKERFILE_INSTRUCTIONS = frozenset(
+    {"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT"}
+    | {"VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
+)
+_LABELS = {  # fence labels → the language checked
+    **dict.fromkeys(["py", "py3", "python3", "python2", "ipython", "ipython3"], "python"),
+    **dict.fromkeys(["pycon", "python-repl", "doctest"], "pycon"),
+    **dict.fromkeys(["sh", "shell", "zsh", "ksh", "shell-script"], "bash"),
+    **dict.fromkeys(["shell-session", "shellsession", "sh-session", "terminal"], "console"),
+    **dict.fromkeys(["jsonc", "json5", "jsonl", "ndjson"], "json"),
+    **dict.fromkeys(["docker", "containerfile"], "dockerfile"),
+    **dict.fromkeys(["txt", "plaintext", "plain", "none"], "text"),
+    **dict.fromkeys(["log", "logs"], "output"),
+    "yml": "yaml",
+    "other": "",
+}
+DATA_LANGUAGES = ("json", "yaml", "toml", "dockerfile")
+"""Languages checked by parsing them (no program is run)."""
 
 
 def _looks_like_shell(code: str) -> bool:
@@ -293,35 +344,278 @@ def _looks_like_shell(code: str) -> bool:
     return hits * 2 >= len(lines)
 
 
-def detect_language(code: str, label: str | None = None) -> str:
-    """'python', 'bash' or 'other', from the code itself; the label only breaks ties.
+def normalise_label(label: str | None) -> str:
+    """A fence label as a language name ('' when there is none, or it names no language).
 
-    Web pages often mislabel code, so a label never overrides what the text shows.
+    >>> [normalise_label(x) for x in ("Shell", "{.python}", "yml", "json title=a.json", None)]
+    ['bash', 'python', 'yaml', 'json', '']
+    """
+    words = (label or "").strip().strip("{}").lstrip(".").lower().replace(",", " ").split()
+    first = words[0] if words else ""
+    return _LABELS.get(first, first)
+
+
+def strip_magics(code: str) -> tuple[str, list[str]]:
+    """IPython magics and shell escapes (`%timeit`, `!pip`) replaced by `pass`, and the magics.
+
+    >>> strip_magics("x = 1\\n%timeit f(x)")
+    ('x = 1\\npass  # %timeit f(x)', ['%timeit'])
+    """
+    found = [m.group(2).split()[0] for m in _MAGIC.finditer(code)]
+    return _MAGIC.sub(r"\1pass  # \2", code), found
+
+
+def _is_python(code: str) -> bool:
+    """Reads as Python and compiles, or does once its indentation or IPython magics are repaired."""
+    body = "\n".join(ln for ln in code.splitlines() if not ln.strip().startswith("#"))
+    if not _PY_SIGNAL.search(body):
+        return False
+    if compiles(code) or repair_indentation(code).repaired:
+        return True
+    unmagic, magics = strip_magics(code)
+    return bool(magics) and (compiles(unmagic) or repair_indentation(unmagic).repaired)
+
+
+def transcript_input(code: str) -> tuple[str, int]:
+    """What was typed in a console (`$ `) or Python (`>>> `) transcript, and how many output lines
+    were left out. Continuation lines (`... `, or after a trailing backslash) are kept.
+
+    >>> transcript_input(">>> x = 1 + 1\\n>>> x\\n2")
+    ('x = 1 + 1\\nx\\n', 1)
+    >>> transcript_input("$ pip install -U peft \\\\\\n    --quiet\\nSuccessfully installed")
+    ('pip install -U peft \\\\\\n    --quiet\\n', 1)
+    """
+    typed: list[str] = []
+    output = 0
+    python = any(_PYCON.match(ln) for ln in code.splitlines())
+    continued = False
+    for line in code.splitlines():
+        if python and (_PYCON.match(line) or (typed and _PYCON_MORE.match(line))):
+            typed.append(line.lstrip()[4:])
+        elif not python and (m := _PROMPT.match(line)):
+            typed.append(line[m.end() :])
+        elif not python and continued:
+            typed.append(line)
+        elif line.strip():
+            output += 1
+        continued = not python and bool(typed) and typed[-1].endswith("\\") and line.strip() != ""
+    return "".join(t + "\n" for t in typed), output
+
+
+def _is_transcript(code: str) -> str | None:
+    """'pycon' for a `>>>` session, 'console' for `$ ` prompts followed by output, else None.
+    (Python that compiles is no session: its `>>>` lines are doctests inside strings.)"""
+    lines = code.splitlines()
+    if any(_PYCON.match(ln) for ln in lines):
+        return None if compiles(code) else "pycon"
+    if any(_PROMPT.match(ln) for ln in lines) and transcript_input(code)[1]:
+        return "console"
+    return None
+
+
+def _is_json(code: str) -> bool:
+    text = code.strip()
+    if not text.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        try:
+            return len(lines) > 1 and all(isinstance(json.loads(ln), dict) for ln in lines)
+        except ValueError:
+            return False
+    return True
+
+
+def _is_toml(code: str) -> bool:
+    if not _TOML_TABLE.search(code) or "=" not in code:
+        return False
+    try:
+        tomllib.loads(code)
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
+def dockerfile_lines(code: str) -> list[tuple[int, str]]:
+    """Logical lines of a Dockerfile as (first line number, text): comments and blank lines
+    dropped, continuations (a trailing backslash, or the `# escape=` character) joined, heredoc
+    bodies (`RUN <<EOF`) skipped.
+
+    >>> dockerfile_lines("FROM x\\n# c\\nRUN a \\\\\\n  && b\\nRUN <<EOF\\necho hi\\nEOF")
+    [(1, 'FROM x'), (3, 'RUN a && b'), (5, 'RUN <<EOF')]
+    >>> dockerfile_lines("# escape=`\\nFROM x\\nRUN a `\\n  && b")
+    [(2, 'FROM x'), (3, 'RUN a && b')]
+    """
+    out: list[tuple[int, str]] = []
+    buf: list[str] = []
+    start = 0
+    heredoc: str | None = None
+    directive = re.match(r"\s*#\s*escape\s*=\s*(\S)", code)
+    escape = directive.group(1) if directive else "\\"
+    for number, raw in enumerate(code.splitlines(), 1):
+        line = raw.strip()
+        if heredoc is not None:
+            heredoc = None if line == heredoc else heredoc
+            continue
+        if not buf and (not line or line.startswith("#")):
+            continue
+        if buf and line.startswith("#"):
+            continue  # a comment inside a continued instruction
+        start = start if buf else number
+        buf.append(line.removesuffix(escape).strip())
+        if line.endswith(escape):
+            continue
+        text = " ".join(p for p in buf if p)
+        out.append((start, text))
+        buf = []
+        if m := re.search(r"<<-?\s*[\"']?(\w+)[\"']?", text):
+            heredoc = m.group(1)
+    if buf:
+        out.append((start, " ".join(p for p in buf if p)))
+    return out
+
+
+def _is_dockerfile(code: str) -> bool:
+    lines = dockerfile_lines(code)
+    words = [text.split()[0].upper() for _, text in lines]
+    return (
+        len(words) >= 2
+        and words[0] in {"FROM", "ARG"}
+        and "FROM" in words
+        and all(w in DOCKERFILE_INSTRUCTIONS for w in words)
+    )
+
+
+def _is_yaml(code: str) -> bool:
+    """Nested `key:` / `- item` lines only (a flat list of `Word: text` lines may be a log)."""
+    lines = [ln for ln in code.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if lines and lines[0].strip() == "---":
+        lines = lines[1:]
+    if len(lines) < 2 or not (_YAML_KEY.match(lines[0]) or _YAML_ITEM.match(lines[0])):
+        return False
+    nested = False
+    indent = -1
+    for ln in lines:
+        depth = len(ln) - len(ln.lstrip())
+        if _YAML_KEY.match(ln) or _YAML_ITEM.match(ln):
+            nested = nested or depth > 0
+            indent = depth
+        elif depth <= indent or indent < 0:
+            return False  # a line that is neither a key, an item, nor a value continued
+    return nested
+
+
+_OUTPUT_KINDS: tuple[tuple[str, re.Pattern[str], float], ...] = (
+    ("a Python traceback", re.compile(r"^Traceback \(most recent call last\)", re.M), 0.0),
+    ("a usage or help message", re.compile(r"^\s*usage:\s", re.M | re.I), 0.0),
+    ("a directory tree", re.compile(r"^[\s│|]*[├└]──", re.M), 0.3),
+    (
+        "a log",
+        re.compile(
+            r"^\s*(\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|\[?(INFO|WARNING|WARN|ERROR|DEBUG)\b)", re.M
+        ),
+        0.5,
+    ),
+    ("error messages", re.compile(r"(^|\s)(error|Error|ERROR|fatal|warning):", re.M), 0.0),
+)
+_SHELL_LABELLED_OUTPUT = {"a Python traceback", "a usage or help message", "a log"}
+_NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?(%|x|×|ms|s|GB|MB|it/s)?$", re.I)
+
+
+def describe_output(code: str) -> str | None:
+    """What kind of program output a block is, or None if it does not read as output.
+
+    >>> describe_output("model   acc   ms\\nA       0.91  12\\nB       0.88  9.5")
+    'a table of numbers'
+    >>> describe_output("2024-01-02 10:00:01 INFO loading\\n2024-01-02 10:00:02 INFO done")
+    'a log'
+    >>> describe_output("import os") is None
+    True
+    """
+    lines = [ln for ln in code.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    for what, pattern, share in _OUTPUT_KINDS:
+        hits = sum(1 for ln in lines if pattern.search(ln))
+        if hits and hits >= share * len(lines):
+            return what
+    rows = [re.split(r"[\s|]+", ln.strip(" |")) for ln in lines]
+    numeric_rows = sum(1 for row in rows if sum(1 for cell in row if _NUMBER.match(cell)) >= 2)
+    return "a table of numbers" if len(rows) >= 2 and numeric_rows * 2 >= len(rows) else None
+
+
+def _looks_like(language: str, code: str) -> bool:
+    """Whether a block labelled as a data language could be one at all (a `json` label on a
+    curl command is a mislabel, not a broken JSON file); YAML takes almost any text.
+
+    >>> _looks_like("json", "curl -d '{}' http://x"), _looks_like("dockerfile", "RUN make")
+    (False, True)
+    """
+    text = code.strip()
+    if language == "json":
+        return re.match(r'[{\["\d-]|true|false|null', text) is not None
+    if language == "toml":
+        return "=" in text or _TOML_TABLE.search(text) is not None
+    if language == "dockerfile":
+        return any(
+            line.split()[0].upper() in DOCKERFILE_INSTRUCTIONS for _, line in dockerfile_lines(code)
+        )
+    return True
+
+
+def _unlabelled(code: str) -> str:
+    """What an unlabelled block is: the first kind whose test it passes, tried from the most
+    particular (JSON parses or not) to the loosest (a few shell-looking lines)."""
+    for language, test in (
+        ("json", _is_json),
+        ("toml", _is_toml),
+        ("dockerfile", _is_dockerfile),
+        ("python", _is_python),
+        ("bash", _looks_like_shell),
+        ("yaml", _is_yaml),
+    ):
+        if test(code):
+            return language
+    return "output" if describe_output(code) else "text"
+
+
+def detect_language(code: str, label: str | None = None) -> str:
+    """The language of a code block: its fence label where the text agrees, else what it shows.
+
+    Returns 'python', 'bash', 'pycon' (a `>>>` session), 'console' (`$ ` prompts with output),
+    'json', 'yaml', 'toml', 'dockerfile', 'output' (program output: logs, tables of numbers,
+    tracebacks), 'text' (nothing recognised), or another label as given ('rust', 'powershell').
+    A label wins, except where the text plainly is something else: a transcript under any
+    label, JSON or Python under a shell label, shell commands under a Python label.
 
     >>> detect_language('torch.onnx.export(model, x, "m.onnx")', "bash")
     'python'
     >>> detect_language("torchrun --nproc_per_node=4 train.py", "python")
     'bash'
+    >>> detect_language('{"model": "m", "stream": true}', "bash")
+    'json'
     >>> detect_language("key: value", "yaml")
-    'other'
+    'yaml'
+    >>> detect_language("$ echo hi\\nhi")
+    'console'
     """
-    label_norm = (label or "").strip().lower()
-    label_lang = {
-        "py": "python",
-        "python3": "python",
-        "sh": "bash",
-        "shell": "bash",
-        "console": "bash",
-        "zsh": "bash",
-    }.get(label_norm, label_norm)
-    body = "\n".join(ln for ln in code.splitlines() if not ln.strip().startswith("#"))
-    is_python = (_compiles(code) or repair_indentation(code).repaired) and bool(
-        _PY_SIGNAL.search(body)
-    )
-    if is_python:
-        return "python"
-    if _looks_like_shell(code):
-        return "bash"
-    if label_lang in {"python", "bash"} and not body.strip():
-        return label_lang
-    return "other"
+    lab = normalise_label(label)
+    transcript = _is_transcript(code)
+    if transcript:
+        return transcript
+    if lab in DATA_LANGUAGES:
+        return lab if _looks_like(lab, code) else _unlabelled(code)
+    if lab == "python":
+        return "bash" if not _is_python(code) and _looks_like_shell(code) else "python"
+    if lab in ("bash", "console"):
+        if _is_json(code):
+            return "json"
+        if describe_output(code) in _SHELL_LABELLED_OUTPUT:
+            return "output"
+        strong = _STRONG_PY.search(code) is not None
+        return "python" if strong and _is_python(code) and not _looks_like_shell(code) else "bash"
+    if lab in ("text", "output"):
+        return "output" if lab == "output" or describe_output(code) else "text"
+    return lab or _unlabelled(code)

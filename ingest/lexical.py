@@ -152,6 +152,29 @@ class LexicalIndex:
         order = hits[np.argsort(-scores[hits], kind="stable")][:k]
         return [(self.ids[i], float(scores[i])) for i in order]
 
+    def search_weighted(self, weights: dict[str, float], k: int = 10) -> list[tuple[str, float]]:
+        """`search` with a weight per query token (tokens as `tokenize` makes them)."""
+        if not self.ids or k <= 0:
+            return []
+        scores = np.zeros(len(self.ids), dtype=np.float32)
+        avgdl = float(self._doc_len.mean()) or 1.0
+        norm = self.k1 * (1.0 - self.b + self.b * self._doc_len / avgdl)
+        for term, weight in weights.items():
+            t = self._vocab.get(term)
+            if t is None or weight <= 0:
+                continue
+            lo, hi = self._indptr[t], self._indptr[t + 1]
+            docs, tf = self._doc_index[lo:hi], self._term_freq[lo:hi]
+            scores[docs] += weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
+        hits = np.flatnonzero(scores > 0.0)
+        order = hits[np.argsort(-scores[hits], kind="stable")][:k]
+        return [(self.ids[i], float(scores[i])) for i in order]
+
+    def idf(self, term: str) -> float:
+        """The inverse document frequency of a token (0 when no document has it)."""
+        t = self._vocab.get(term)
+        return float(self._idf[t]) if t is not None else 0.0
+
     def to_state(self) -> LexicalState:
         """The index as a JSON-able model."""
         vocab = sorted(self._vocab, key=self._vocab.__getitem__)

@@ -23,15 +23,19 @@ from ingest.embed.passages import PassageCache
 from ingest.embed.protocol import prepare
 from ingest.extract import extract_document
 from ingest.lexical import LexicalIndex, LexicalState
+from ingest.link import link_corpus
 from ingest.load import LoadResult, iter_corpus
+from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
+from ingest.units import document_units, unit_index_text
 from ingest.workers import Processed, default_workers, processed_in_order
-from kg.documents import Block, BlockKind, Document, Snippet
-from kg.errors import KGQAError, StoreError
+from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
+from kg.errors import StoreError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
+from kg.schema import Extraction
 from kg.store import DocRecord, DocumentEntry, Manifest, Store, StoreWriter, doc_key
 
 __all__ = [
@@ -46,8 +50,8 @@ __all__ = [
 
 #: How `ingest.load` words the skip of a file whose type kgqa does not read.
 _NOT_A_DOCUMENT = "unsupported file type"
-#: What makes one document fail (listed in the report) rather than the whole ingest.
-_DOCUMENT_ERRORS = (KGQAError, ValueError, RecursionError)
+#: What makes one document fail (listed in the report) rather than the whole ingest: anything.
+_DOCUMENT_ERRORS: tuple[type[Exception], ...] = (Exception,)
 
 
 class IngestProgress(Protocol):
@@ -110,10 +114,19 @@ class IngestReport(BaseModel):
         )
 
 
+#: Bumped whenever extraction changes what it makes of a document: stores re-extract (embeddings
+#: of unchanged documents stay).
+EXTRACTOR_VERSION = 2
+
+
 def lexicon_hash(lexicon: Lexicon) -> str:
-    """A fingerprint of the lexicon: a change re-extracts every document (embeddings stay)."""
+    """A fingerprint of the lexicon and the extractor: a change re-extracts every document
+    (embeddings stay)."""
     entries = [e.model_dump(mode="json") for e in lexicon.entries.values()]
-    blob = json.dumps([entries, lexicon.terms], sort_keys=True, ensure_ascii=False)
+    patterns = [(p.pattern, t.value) for p, t in lexicon.patterns]
+    blob = json.dumps(
+        [EXTRACTOR_VERSION, entries, lexicon.terms, patterns], sort_keys=True, ensure_ascii=False
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -151,14 +164,46 @@ def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:
     return snippets
 
 
+def document_blocks(doc: Document) -> list[Block]:
+    """Structural blocks: the Markdown reader for Markdown and HTML, the plain-text one else."""
+    return parse_markdown(doc) if is_markdown(doc) else parse_blocks(doc)
+
+
 def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
-    blocks = parse_blocks(doc)
+    blocks = document_blocks(doc)
+    # the structural extractor knows the structures of essays (decision trees, rankings, `A：B`
+    # lists, arrow chains) and reads raw markup (links, code, badges) as names and situations:
+    # a README is read by the unit linker alone (`link_corpus`, after all documents)
+    essay = not is_markdown(doc) or is_plain_essay(doc)
+    extraction = (
+        extract_document(doc, blocks, lexicon)
+        if essay
+        else Extraction(doc=doc.id, doc_hash=doc.hash)
+    )
     return DocRecord(
         document=doc,
-        extraction=extract_document(doc, blocks, lexicon),
+        extraction=extraction,
         chunks=chunk_document(doc, blocks),
         snippets=snippets_from_blocks(doc, blocks),
     )
+
+
+def _corpus_units(
+    records: dict[str, DocRecord], report: IngestReport
+) -> list[tuple[Document, list[EvidenceUnit]]]:
+    """Every document's evidence units for the corpus-wide linking; a document whose units
+    cannot be made is reported and left out of linking (its own extraction stays)."""
+    corpus = []
+    for record in records.values():
+        try:
+            corpus.append(
+                (record.document, document_units(record.document, document_blocks(record.document)))
+            )
+        except Exception as err:
+            report.failed.append(
+                Skipped(path=record.document.id, reason=f"{type(err).__name__}: {err}")
+            )
+    return corpus
 
 
 def _open_previous(root: Path) -> Store | None:
@@ -352,7 +397,9 @@ class _Run:
         started = time.perf_counter()
         if self.previous is not None:
             report.removed = sorted(set(self.previous.manifest.documents) - set(records))
-        graph, dropped = merge_extractions([r.extraction for r in records.values()], lexicon)
+        linked = link_corpus(_corpus_units(records, report), lexicon)
+        extractions = [r.extraction for r in records.values()] + [linked.extraction]
+        graph, dropped = merge_extractions(extractions, lexicon)
         report.dropped_relations = dropped
         self.writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
         lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
@@ -361,6 +408,12 @@ class _Run:
         texts = [chunk_embedding_text(c) for c in chunks]
         lexical.build([c.id for c in chunks], texts, reuse=self._previous_lexical())
         self.writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
+        self.writer.put_json("units.json", [u.model_dump(mode="json") for u in linked.units])
+        unit_lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
+        unit_lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
+        units = linked.units
+        unit_lexical.build([u.id for u in units], [unit_index_text(u) for u in units])
+        self.writer.put_json("units_lexical.json", unit_lexical.to_state().model_dump(mode="json"))
         self.writer.commit()
         report.documents = len(records)
         report.stats = graph.stats()

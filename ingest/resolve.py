@@ -115,9 +115,10 @@ class DocumentEntities:
         self.lexicon = lexicon
         self.entities: dict[str, Entity] = {}
         self.relations: list[Relation] = []
-        self._pattern_cache: tuple[re.Pattern[str] | None, dict[str, str]] | None = None
-        self._registry_version = 0  # bumped when an entity is added or removed
-        self._names: tuple[int, dict[str, str]] = (-1, {})
+        # the pattern of discovered names, and the entity generation it was built for: rebuilt
+        # only when an entity is added or retyped (a 5,000-row table must not rebuild it per cell)
+        self._generation = 0
+        self._pattern_cache: tuple[int, re.Pattern[str] | None, dict[str, str]] | None = None
 
     # -- evidence ---------------------------------------------------------------------------
     def evidence(self, start: int, end: int, heading_path: tuple[str, ...] = ()) -> Evidence:
@@ -139,10 +140,10 @@ class DocumentEntities:
         eid = entity_id(node_type, name)
         known = self.entities.get(eid)
         if known is None:
+            self._generation += 1
             self.entities[eid] = Entity(
                 id=eid, type=node_type, name=name, aliases=list(aliases), evidence=[ev]
             )
-            self._registry_version += 1
         else:
             known.aliases.extend(a for a in aliases if a not in known.aliases and a != known.name)
             if all(e.start != ev.start for e in known.evidence):
@@ -193,8 +194,8 @@ class DocumentEntities:
     def situation(self, text: str, ev: Evidence, *, persona: bool | None = None) -> str | None:
         """A Scenario or Persona node named by a condition text (a tree branch, a list head)."""
         name = re.sub(r"\s+", " ", text).strip(" ：:？?→-—─")
-        if not name or len(name) > 60:
-            return None
+        if not name or len(name) > 60 or re.search(r"[？?。！!]", name):
+            return None  # a sentence (a question and its answer) names no situation
         # "在英伟达显卡上" names the hardware itself
         entry = self.lexicon.lookup(name) or self.lexicon.lookup(
             re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name)
@@ -207,25 +208,8 @@ class DocumentEntities:
 
     def _discovered_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, str]]:
         """A pattern of the things this document discovered (names the lexicon does not know)."""
-        names = self._discovered_names()
-        if not names:
-            return None, names
-        if self._pattern_cache is not None and self._pattern_cache[1] == names:
-            return self._pattern_cache
-        surfaces = sorted(
-            {e.name for e in self.entities.values() if normalize_name(e.name) in names},
-            key=len,
-            reverse=True,
-        )
-        pattern = re.compile("|".join(surface_pattern(s) for s in surfaces), re.IGNORECASE)
-        self._pattern_cache = (pattern, names)
-        return pattern, names
-
-    def _discovered_names(self) -> dict[str, str]:
-        """Normalised name -> id of the discovered solution entities; recomputed only after an
-        entity was added or removed (it is asked for every text the document mentions)."""
-        if self._names[0] == self._registry_version:
-            return self._names[1]
+        if self._pattern_cache is not None and self._pattern_cache[0] == self._generation:
+            return self._pattern_cache[1], self._pattern_cache[2]
         names: dict[str, str] = {}
         for entity in self.entities.values():
             key = normalize_name(entity.name)
@@ -236,8 +220,20 @@ class DocumentEntities:
                 and looks_like_name(entity.name)
             ):
                 names.setdefault(key, entity.id)
-        self._names = (self._registry_version, names)
-        return names
+        if not names:
+            self._pattern_cache = (self._generation, None, names)
+            return None, names
+        if self._pattern_cache is not None and self._pattern_cache[2] == names:
+            self._pattern_cache = (self._generation, *self._pattern_cache[1:])
+            return self._pattern_cache[1], self._pattern_cache[2]
+        surfaces = sorted(
+            {e.name for e in self.entities.values() if normalize_name(e.name) in names},
+            key=len,
+            reverse=True,
+        )
+        pattern = re.compile("|".join(surface_pattern(s) for s in surfaces), re.IGNORECASE)
+        self._pattern_cache = (self._generation, pattern, names)
+        return pattern, names
 
     def find_mentions(self, text: str) -> list[Mention]:
         """Lexicon entities, and solution entities this document discovered, named in a text."""
@@ -291,7 +287,7 @@ class DocumentEntities:
         if entity.type == node_type or self.lexicon.lookup(entity.name) is not None:
             return eid
         del self.entities[eid]
-        self._registry_version += 1
+        self._generation += 1
         new_id = entity_id(node_type, entity.name)
         for ev in entity.evidence:
             self._register(node_type, entity.name, entity.aliases, ev)

@@ -16,8 +16,10 @@ __all__ = [
     "BlockKind",
     "Chunk",
     "Document",
+    "EvidenceUnit",
     "Snippet",
     "SnippetStatus",
+    "UnitKind",
     "content_hash",
 ]
 
@@ -128,3 +130,37 @@ class Snippet(BaseModel):
     repaired: bool = False
     status: SnippetStatus = SnippetStatus.UNCHECKED
     detail: str = ""
+
+
+class UnitKind(StrEnum):
+    """What an evidence unit is in its document."""
+
+    SENTENCE = "sentence"
+    ITEM = "item"
+    ROW = "row"
+    HEADING = "heading"
+    CODE = "code"
+
+
+class EvidenceUnit(BaseModel):
+    """The smallest citable piece of a document: a sentence, a list item, a table row, a heading.
+
+    `doc.text[start:end]` is the verbatim quote (markup included); `text` is what a reader sees
+    (markup stripped). A table row keeps its `cells` and the table's `header`; a nested list item
+    or a block introduced by "…:" keeps the lead-in as `context`. `subject` is the entity the
+    unit is about and `mentions` the entities it names (set by linking, graph ids).
+    """
+
+    id: str = Field(description="'<doc id>#<start>-<end>'")
+    doc: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    kind: UnitKind
+    text: str
+    heading_path: tuple[str, ...] = ()
+    context: str = ""
+    lead: str = Field(default="", description="an item's lead term ('Hardware' in 'Hardware: …')")
+    cells: list[str] = Field(default_factory=list)
+    header: list[str] = Field(default_factory=list)
+    subject: str | None = None
+    mentions: list[str] = Field(default_factory=list)

@@ -23,7 +23,14 @@ from kg.errors import StoreError
 from kg.patterns import one_pass_pattern
 from kg.schema import NodeType, entity_id, normalize_name
 
-__all__ = ["Lexicon", "LexiconEntry", "LexiconFile", "Mention", "surface_pattern"]
+__all__ = [
+    "Lexicon",
+    "LexiconEntry",
+    "LexiconFile",
+    "LexiconPattern",
+    "Mention",
+    "surface_pattern",
+]
 
 
 class LexiconEntry(BaseModel):
@@ -44,6 +51,13 @@ class LexiconEntry(BaseModel):
         return [self.name, *self.aliases]
 
 
+class LexiconPattern(BaseModel):
+    """A family of names of one type, as a regular expression ("RTX 4090", "Qwen2.5-7B")."""
+
+    type: NodeType
+    pattern: str = Field(description="a Python regex that must match the whole name")
+
+
 class LexiconFile(BaseModel):
     """The on-disk format of a lexicon file."""
 
@@ -51,6 +65,7 @@ class LexiconFile(BaseModel):
     about: str = ""
     entities: list[LexiconEntry] = Field(default_factory=list)
     terms: dict[str, list[str]] = Field(default_factory=dict)
+    patterns: list[LexiconPattern] = Field(default_factory=list)
 
 
 class Mention(BaseModel):
@@ -101,7 +116,13 @@ class Lexicon:
     def __init__(self, files: Iterable[LexiconFile]) -> None:
         self.entries: dict[str, LexiconEntry] = {}
         self.terms: dict[str, list[str]] = {}
+        self.patterns: list[tuple[re.Pattern[str], NodeType]] = []
         for file in files:
+            for item in file.patterns:
+                try:
+                    self.patterns.append((re.compile(item.pattern, re.I), item.type))
+                except re.error as err:
+                    raise StoreError(f"lexicon pattern {item.pattern!r} is invalid: {err}") from err
             for entry in file.entities:
                 self._add_entry(entry)
             for key, surfaces in file.terms.items():
@@ -189,6 +210,17 @@ class Lexicon:
         for match in pattern.finditer(text.translate(_ASCII_LOWER)):
             keys.update(by_surface.get(normalize_name(match.group(0)), []))
         return keys
+
+    def pattern_type(self, name: str) -> NodeType | None:
+        """The type of a name that matches one of the lexicon's name families, if any.
+
+        >>> Lexicon.default().pattern_type("RTX 4090")
+        <NodeType.HARDWARE: 'Hardware'>
+        """
+        for pattern, node_type in self.patterns:
+            if pattern.fullmatch(name.strip()):
+                return node_type
+        return None
 
     def all_surfaces(self) -> list[str]:
         """Every entity surface form (for word segmentation dictionaries)."""

@@ -33,7 +33,8 @@ __all__ = [
 
 #: Version of every on-disk format the store writes; load refuses other versions.
 #: 2: a recommendation's place in its list is `Relation.rank` (version 1 kept it in `strength`).
-SCHEMA_VERSION = 2
+#: 3: Platform, Language and License nodes, claim relations, and the evidence units (units.json).
+SCHEMA_VERSION = 3
 
 
 class NodeType(StrEnum):
@@ -53,6 +54,9 @@ class NodeType(StrEnum):
     CRITERION = "Criterion"
     CONCEPT = "Concept"
     ORGANIZATION = "Organization"
+    PLATFORM = "Platform"  # an operating system or compute platform: Linux, WSL, CUDA, ROCm
+    LANGUAGE = "Language"  # a programming language: Python, Rust, C++
+    LICENSE = "License"  # Apache-2.0, MIT, AGPL-3.0
 
     @property
     def prefix(self) -> str:
@@ -77,7 +81,14 @@ SOLUTION_TYPES = frozenset(
 )
 #: Node types that describe a situation a recommendation is for.
 SITUATION_TYPES = frozenset(
-    {NodeType.SCENARIO, NodeType.PERSONA, NodeType.CRITERION, NodeType.HARDWARE, NodeType.CONCEPT}
+    {
+        NodeType.SCENARIO,
+        NodeType.PERSONA,
+        NodeType.CRITERION,
+        NodeType.HARDWARE,
+        NodeType.CONCEPT,
+        NodeType.PLATFORM,
+    }
 )
 _ANY = frozenset(NodeType)
 
@@ -101,13 +112,22 @@ class RelationType(StrEnum):
     DEFAULT_MODE = (
         "DEFAULT_MODE"  # framework -> execution mode; functional: disagreement = conflict
     )
+    SUPPORTS = "SUPPORTS"  # solution -> a format, model, language, feature it supports
+    REQUIRES = "REQUIRES"  # solution -> what it needs (a platform, a library, an instruction set)
+    NOT_SUPPORTED = "NOT_SUPPORTED"  # solution -> what a document says it does not support
+    PART_OF = "PART_OF"  # a component or edition -> the project it belongs to
+    LICENSED_UNDER = "LICENSED_UNDER"  # solution -> licence
+    MENTIONS = "MENTIONS"  # the quote relates the two and says how; no narrower type fits
 
 
 #: Allowed (source type, target type) pairs per relation, as (source set, target set).
 ALLOWED_ENDPOINTS: dict[RelationType, tuple[frozenset[NodeType], frozenset[NodeType]]] = {
     RelationType.RECOMMENDED_FOR: (SITUATION_TYPES, SOLUTION_TYPES),
     RelationType.NOT_RECOMMENDED: (SITUATION_TYPES, SOLUTION_TYPES),
-    RelationType.RUNS_ON: (SOLUTION_TYPES, frozenset({NodeType.HARDWARE})),
+    RelationType.RUNS_ON: (
+        SOLUTION_TYPES | {NodeType.PLATFORM},
+        frozenset({NodeType.HARDWARE, NodeType.PLATFORM}),
+    ),
     RelationType.EXPORTS_TO: (SOLUTION_TYPES, SOLUTION_TYPES),
     RelationType.SHARDS: (frozenset({NodeType.PARALLEL_STRATEGY}), frozenset({NodeType.CONCEPT})),
     RelationType.IMPLEMENTS: (SOLUTION_TYPES, SOLUTION_TYPES),
@@ -119,6 +139,12 @@ ALLOWED_ENDPOINTS: dict[RelationType, tuple[frozenset[NodeType], frozenset[NodeT
     RelationType.USED_WITH: (SOLUTION_TYPES, SOLUTION_TYPES),
     RelationType.HAS_PROPERTY: (_ANY, _ANY),
     RelationType.DEFAULT_MODE: (SOLUTION_TYPES, frozenset({NodeType.CONCEPT, NodeType.TECHNIQUE})),
+    RelationType.SUPPORTS: (_ANY, _ANY),
+    RelationType.REQUIRES: (_ANY, _ANY),
+    RelationType.NOT_SUPPORTED: (_ANY, _ANY),
+    RelationType.PART_OF: (SOLUTION_TYPES | {NodeType.PLATFORM}, _ANY),
+    RelationType.LICENSED_UNDER: (_ANY, frozenset({NodeType.LICENSE})),
+    RelationType.MENTIONS: (_ANY, _ANY),
 }
 
 

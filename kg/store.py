@@ -11,6 +11,8 @@ Layout::
         lexical.json          the lexical index state
         docs/<key>.json       per document: text, extraction, chunks, snippets
         docs/<key>.npy        per document: chunk embeddings (rows follow the chunks)
+        units.json            every evidence unit (sentence, item, row, ...) with its subject
+        units_lexical.json    the lexical index over the units
 
 A writer builds a complete new generation (hard-linking unchanged per-document files from the
 live one), then switches CURRENT with an atomic rename. Killing it at any moment leaves the previous
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from kg.documents import Chunk, Document, Snippet
+from kg.documents import Chunk, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
 from kg.graph import KnowledgeGraph
 from kg.schema import SCHEMA_VERSION, Extraction
@@ -196,10 +198,19 @@ class Store:
             self._graph = KnowledgeGraph.from_node_link(self._json("graph.json"))
         return self._graph
 
-    def lexical_state(self) -> dict[str, Any]:
-        """The lexical index state as the index module wrote it."""
-        state: dict[str, Any] = self._json("lexical.json")
+    def lexical_state(self, name: str = "lexical.json") -> dict[str, Any]:
+        """A lexical index state as the index module wrote it (chunks, or `units_lexical.json`)."""
+        state: dict[str, Any] = self._json(name)
         return state
+
+    def units(self) -> list[EvidenceUnit]:
+        """Every evidence unit of the corpus, linked (subject and mentions), in document order."""
+        try:
+            return [EvidenceUnit.model_validate(u) for u in self._json("units.json")]
+        except ValidationError as err:
+            raise StoreError(
+                f"{self.dir / 'units.json'} is broken ({err}): rerun kgqa ingest"
+            ) from err
 
     def doc_record(self, doc_id: str) -> DocRecord:
         """Everything stored for one document."""

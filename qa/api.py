@@ -31,12 +31,16 @@ from kg.documents import Snippet, SnippetStatus
 from kg.errors import QuestionError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
+from kg.schema import NodeType
 from kg.store import Store
 from qa.compose import GraphComposer, find_conflicts
-from qa.render import render_snippets
+from qa.evidence import EvidenceComposer
+from qa.frame import strip_injection
+from qa.render import render_draft
 from qa.retrieve import Retriever
 from qa.schema import (
     Answer,
+    AnswerDraft,
     EvidenceBundle,
     Fallback,
     FallbackKind,
@@ -46,6 +50,7 @@ from qa.schema import (
 )
 from qa.snippets.store_check import apply_cached_results
 from qa.understand import QuestionReader
+from qa.units import RankedUnit, UnitSearch
 from qa.verify import CitationVerifier
 
 if TYPE_CHECKING:
@@ -53,6 +58,17 @@ if TYPE_CHECKING:
 
 __all__ = ["AnswerEvent", "Assistant", "StoreStatus"]
 
+#: Linked entities too common to steer retrieval (a platform, a criterion, a generic device).
+_GENERIC_LINKS = frozenset(
+    {
+        NodeType.PLATFORM,
+        NodeType.CRITERION,
+        NodeType.HARDWARE,
+        NodeType.LANGUAGE,
+        NodeType.CONCEPT,
+        NodeType.ORGANIZATION,
+    }
+)
 _SNIPPET_WORDS = (
     "代码",
     "示例",
@@ -136,6 +152,11 @@ class Assistant:
         self.retriever = Retriever(self.graph, lexicon, chunks, lexical, dense, embedder)
         self.composer = GraphComposer(self.graph, find_conflicts(self.graph), self.tokenizer)
         self.verifier = CitationVerifier(self.graph, self.documents)
+        units_lexical = LexicalIndex.from_state(
+            store.lexical_state("units_lexical.json"), cache_dir=cache_dir
+        )
+        self.units = UnitSearch(store.units(), units_lexical, lexicon, chunks)
+        self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
         self._llm = llm
 
     @property
@@ -182,7 +203,7 @@ class Assistant:
         elif isinstance(llm, str):
             from qa.llm.answerer import make_llm  # the LLM client only when one is asked for
 
-            llm = make_llm(llm, assistant.graph, assistant.tokenizer, settings.llm)
+            llm = make_llm(llm, assistant.graph, settings.llm)
         return assistant if llm is None else assistant.with_llm(llm)
 
     # -- asking -------------------------------------------------------------------------------
@@ -190,20 +211,62 @@ class Assistant:
         """Validate and link a question (raises `QuestionError`)."""
         return self.reader.read(question)
 
-    def graph_answer(self, question: Question) -> tuple[Answer, EvidenceBundle]:
-        """The graph composer's verified answer and the evidence it used."""
+    def graph_draft(self, question: Question) -> AnswerDraft:
+        """The evidence composer's draft for a question, verified (not yet rendered)."""
         bundle = self.retriever.retrieve(question)
-        draft = self.composer.compose(question, bundle)
-        snippets = self._snippets(question, bundle) if not draft.abstained else []
-        if snippets:
-            draft = draft.model_copy(
-                update={
-                    "snippets": snippets,
-                    "answer": draft.answer + "\n\n" + render_snippets(snippets),
-                }
+        text, _injected = strip_injection(question.text)
+        linked = [e for e in question.entity_ids if e in self.graph]
+        specific = [e for e in linked if self._steers(e)]
+        names = [
+            n for e in specific for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]
+        ]
+        embedder = self.retriever._embedder_or_none()
+        dense_hits = (
+            self.retriever.dense.search_text(text, embedder, 30)
+            if embedder is not None and self.retriever.dense is not None
+            else []
+        )
+        ranked = self.units.search(
+            text, linked=specific, entity_names=names, dense_chunks=dense_hits
+        )
+
+        def hop(query: str, entity: str, about: set[str]) -> list[RankedUnit]:
+            node = self.graph.entity(entity)
+            return self.units.search(
+                query, linked=[entity], entity_names=[node.name, *node.aliases], about=about
             )
-        verified, _result = self.verifier.verify(draft)
-        return verified, bundle
+
+        draft = self.evidence.compose(
+            question.text,
+            question.language,
+            linked,
+            ranked,
+            hop=hop,
+            situational=self.composer.situational(question, bundle),
+            surfaces=[((e.surface, e.start), e.id) for e in question.entities]
+            + [
+                ((m.surface, m.start), m.key)
+                for m in self.lexicon.entity_mentions(text)
+                if m.key not in self.graph
+            ],
+        )
+        if draft.abstain is None:
+            draft.snippets = self._snippets(question, bundle)
+        verified, _result = self.verifier.verify_draft(draft)
+        return verified
+
+    def _steers(self, entity: str) -> bool:
+        """Whether a linked entity should steer retrieval: a thing one uses, or a piece of
+        hardware, a platform or a concept few units name ("AWS Inferentia", not "GPU")."""
+        if self.graph.entity(entity).type not in _GENERIC_LINKS:
+            return True
+        named_in = len(self.units.by_mention.get(entity, []))
+        return named_in <= max(2, len(self.units.units) // 100)
+
+    def graph_answer(self, question: Question) -> tuple[Answer, AnswerDraft]:
+        """The graph's answer, rendered from its verified draft, and that draft."""
+        draft = self.graph_draft(question)
+        return render_draft(draft, self.graph), draft
 
     def ask(self, question: str, *, qid: str | None = None, use_llm: bool = True) -> Answer:
         """One answer; never raises for bad questions (they get an explaining, declining answer)."""
@@ -237,39 +300,43 @@ class Assistant:
             )
             yield AnswerEvent(kind="final", answer=stamp(answer))
             return
-        graph_answer, bundle = self.graph_answer(parsed)
+        graph_answer, draft = self.graph_answer(parsed)
         if self._llm is None or not use_llm or graph_answer.abstained:
             yield AnswerEvent(kind="final", answer=stamp(graph_answer))
             return
         yield AnswerEvent(kind="graph", answer=stamp(graph_answer))
-        yield from self._llm_events(self._llm, parsed, bundle, graph_answer, stamp)
+        yield from self._llm_events(self._llm, parsed, draft, graph_answer, stamp)
 
     def _llm_events(
         self,
         llm: LLMAnswerer,
         question: Question,
-        bundle: EvidenceBundle,
-        draft: Answer,
+        draft: AnswerDraft,
+        graph_answer: Answer,
         stamp: Callable[[Answer], Answer],
     ) -> Iterator[AnswerEvent]:
+        """The model's prose as it streams, then its draft verified and rendered; the graph's
+        answer (with a typed fallback) when the model fails or keeps nothing verifiable."""
         try:
-            for item in llm.stream(question, bundle, draft):
+            for item in llm.stream(question, draft):
                 if isinstance(item, str):
                     yield AnswerEvent(kind="delta", text=item)
                     continue
-                verified, _result = self.verifier.verify(item)
-                if not verified.citations and draft.citations:
-                    why = "the LLM answer kept no verifiable citation"
-                    fallback = _fall_back(draft, FallbackKind.LLM_UNVERIFIED, why)
+                verified, _result = self.verifier.verify_draft(item)
+                if verified.abstain is None and not verified.points() and draft.points():
+                    why = "the LLM answer kept no verifiable evidence"
+                    fallback = _fall_back(graph_answer, FallbackKind.LLM_UNVERIFIED, why)
                     yield AnswerEvent(kind="final", answer=stamp(fallback))
                 else:
-                    yield AnswerEvent(kind="final", answer=stamp(verified))
+                    yield AnswerEvent(
+                        kind="final", answer=stamp(render_draft(verified, self.graph))
+                    )
                 return
             why = "the LLM stream ended without an answer"
-            fallback = _fall_back(draft, FallbackKind.LLM_BAD_RESPONSE, why)
+            fallback = _fall_back(graph_answer, FallbackKind.LLM_BAD_RESPONSE, why)
         except Exception as err:  # any answerer failure falls back to the graph answer
             detail = f"{type(err).__name__}: {err}"
-            fallback = _fall_back(draft, FallbackKind.of_llm_error(err), detail)
+            fallback = _fall_back(graph_answer, FallbackKind.of_llm_error(err), detail)
         yield AnswerEvent(kind="final", answer=stamp(fallback))
 
     # -- pieces -------------------------------------------------------------------------------

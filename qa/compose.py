@@ -1,8 +1,11 @@
-"""The graph composer: a deterministic answerer that needs no LLM, always available, instant.
+"""What the graph's recommendation structures say about a question (no LLM, instant).
 
-It scores what the matched situations recommend (and what the question's constraints select),
-orders recommendations best first, backs each with the cited paths retrieval produced, reports
-disagreements between sources, and declines when the sources do not cover the question.
+Essays state advice as structure: decision trees, rankings, "for X: use Y" lists, scale and
+rating tables. `GraphComposer.situational` scores what the situations a question matches
+recommend (and what its constraints select), with the paths that support each pick, the route
+and comparison facts around them, and the disagreements between sources about what the question
+names. The evidence composer (`qa.evidence`) builds the answer from these and from the evidence
+units; it decides when to decline.
 """
 
 from __future__ import annotations
@@ -11,32 +14,48 @@ import re
 from collections import defaultdict
 
 from ingest.patterns import DEFAULT_CUE
-from ingest.text import QUESTION_STOPWORDS, Tokenizer, split_sentences
+from ingest.text import Tokenizer
 from kg.graph import KnowledgeGraph
 from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
-from qa.render import AnswerText
 from qa.retrieve import path_from_relations
 from qa.schema import (
-    Answer,
-    Citation,
     Conflict,
     EvidenceBundle,
-    Fallback,
-    FallbackKind,
     GraphPath,
     PathEdge,
     Question,
     QuestionKind,
-    Recommendation,
-    RetrievedChunk,
 )
 from qa.understand import has_choice_cue
 
-__all__ = ["GraphComposer", "asks_to_choose", "find_conflicts", "source_sentences"]
+__all__ = ["GraphComposer", "asks_to_choose", "find_conflicts"]
 
-_PRICE = re.compile(r"多少钱|价格|售价|费用|per hour|cost|price|pricing|\$|美元|元/", re.I)
-_MONEY = re.compile(r"\d\s*(?:元|美元|USD|\$)|\$\s*\d|价格|price", re.I)
 _MAX_RECOMMENDATIONS = 4
+#: Relations only the structure of an essay yields (tables, trees, rankings, exports): their
+#: paths are facts on their own; the evidence composer states the rest from its units.
+_STRUCTURED = frozenset(
+    {
+        RelationType.RECOMMENDED_FOR,
+        RelationType.NOT_RECOMMENDED,
+        RelationType.SUITS_SCALE,
+        RelationType.RATED,
+        RelationType.RANKS_ABOVE,
+        RelationType.HAS_PROPERTY,
+        RelationType.DEFAULT_MODE,
+        RelationType.EXPORTS_TO,
+        RelationType.SHARDS,
+    }
+)
+#: Relations that are recommendations in themselves (a situation's pick, a scale, a rating).
+_SITUATIONAL = frozenset(
+    {
+        RelationType.RECOMMENDED_FOR,
+        RelationType.NOT_RECOMMENDED,
+        RelationType.SUITS_SCALE,
+        RelationType.RATED,
+        RelationType.RANKS_ABOVE,
+    }
+)
 _ROUTE_RELATIONS = frozenset({RelationType.EXPORTS_TO, RelationType.USED_WITH})
 #: What a person picks: a question naming one of these is about something the graph covers.
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
@@ -150,36 +169,7 @@ class GraphComposer:
         self.conflicts = conflicts
         self.tokenizer = tokenizer
 
-    # -- decisions ----------------------------------------------------------------------------
-    def abstain_reason(self, question: Question, bundle: EvidenceBundle) -> str | None:
-        """Why the sources cannot answer this question, or None if they can."""
-        linked_solutions = [e for e in bundle.linked if self.graph.entity(e).type in _CHOOSABLE]
-        best_situation = max(bundle.situations.values(), default=0.0)
-        if (
-            not bundle.linked
-            and best_situation < 0.5
-            and self.text_coverage(question, bundle) < 0.6
-            and _named_section(question.text, bundle.chunks) is None
-        ):
-            return "no entity or situation in the question is covered by the sources"
-        if (
-            question.unknown_entities
-            and not question.injection
-            and (
-                not linked_solutions
-                or question.kind != QuestionKind.CHOOSE
-                or not bundle.situations
-            )
-        ):
-            return "the sources do not cover " + ", ".join(question.unknown_entities)
-        if _PRICE.search(question.text) and not any(
-            _MONEY.search(ev.quote) for p in bundle.paths for e in p.edges for ev in e.evidence
-        ):
-            return "the sources give no prices"
-        if question.injection and not linked_solutions and best_situation < 0.5:
-            return "the question asks for something other than what the sources cover"
-        return None
-
+    # -- recommendations -----------------------------------------------------------------------
     def candidates(
         self, question: Question, bundle: EvidenceBundle
     ) -> dict[str, tuple[float, list[GraphPath]]]:
@@ -417,106 +407,30 @@ class GraphComposer:
                         rows.append(path_from_relations([rel], 1.0))
         return rows
 
-    def text_coverage(self, question: Question, bundle: EvidenceBundle) -> float:
-        """Share of the question's content words that one retrieved chunk has (the best one)."""
-        words = {
-            w
-            for w in self.tokenizer.tokenize(question.text)
-            if len(w) > 1 and w not in QUESTION_STOPWORDS
-        }
-        if not words:
-            return 0.0
-        found = [words & set(self.tokenizer.tokenize(chunk.text)) for chunk in bundle.chunks]
-        return max((len(f) for f in found), default=0) / len(words)
-
-    def source_sentences(
-        self, question: Question, bundle: EvidenceBundle, limit: int = 3
-    ) -> list[tuple[str, str]]:
-        """`source_sentences` with this composer's tokenizer."""
-        return source_sentences(question, bundle, self.tokenizer, limit)
-
-    # -- the answer ---------------------------------------------------------------------------
-    def compose(self, question: Question, bundle: EvidenceBundle) -> Answer:
-        """The grounded answer (or a declining one)."""
-        text = AnswerText(question.language, self.graph)
-        reason = self.abstain_reason(question, bundle)
-        if reason is not None:
-            return Answer(
-                question=question.text,
-                answer=text.abstain(reason),
-                abstained=True,
-                backend="graph",
-                notes=[f"abstained: {reason}"],
-                fallback=Fallback(kind=FallbackKind.NOT_COVERED, detail=reason),
-            )
-        ranked = self.ranked(question, bundle)
-        # with nothing to recommend, the facts are the answer
-        shown = 4 if ranked else 6
-        if ranked and question.kind not in (
-            QuestionKind.FACT,
-            QuestionKind.HOW_TO,
-            QuestionKind.COMPARE,
-        ):
-            facts = self.facts(question, bundle, limit=2)
-        else:
-            facts = self.facts(question, bundle, limit=shown)
-        comparison = self.comparison(bundle)
-        facts = list({p.id: p for p in comparison + facts}.values())[: max(shown, len(comparison))]
-        # a fact that is already a recommendation's reason (same edge, same quote) is not repeated
-        reasons = {_said(p) for _node, _score, paths in ranked for p in paths[:3]}
-        facts = [p for p in facts if _said(p) not in reasons]
-        conflicts = self.relevant_conflicts(question, bundle)
-        sentences = self.source_sentences(question, bundle)
-        if not ranked and not facts and not conflicts and not sentences:
-            reason = "nothing in the graph or the text supports an answer"
-            return Answer(
-                question=question.text,
-                answer=text.abstain(reason),
-                abstained=True,
-                backend="graph",
-                notes=[f"abstained: {reason}"],
-                fallback=Fallback(kind=FallbackKind.NOT_COVERED, detail=reason),
-            )
-        recommendations = [
-            Recommendation(id=node, name=self.graph.entity(node).name, reason=text.reason(paths[0]))
-            for node, _score, paths in ranked
-        ]
-        by_situation = self.by_situation(bundle, {p.id for _n, _s, ps in ranked for p in ps[:3]})
-        routes = self.routes(bundle, [node for node, _s, _p in ranked[:2]])
-        cited: list[GraphPath] = []
-        for _node, _score, paths in ranked:
-            cited.extend(paths[:3])
-        cited.extend(routes)
-        cited.extend(facts)
-        cited.extend(by_situation)
-        cited.extend(
-            GraphPath(edges=c.claims[i : i + 1]) for c in conflicts for i in range(len(c.claims))
-        )
-        unique = list({p.id: p for p in cited}.values())
-        body = text.body(
-            recommendations,
+    # -- structured parts for the evidence composer --------------------------------------------
+    def situational(
+        self, question: Question, bundle: EvidenceBundle
+    ) -> tuple[list[tuple[str, list[GraphPath]]], list[GraphPath], list[Conflict]]:
+        """What the graph's explicit recommendations say: entities recommended for the situations
+        the question matches (best first, with their paths), fact and route paths, and the
+        disagreements about what it names. Only recommendation-shaped relations count here (a
+        `situation RECOMMENDED_FOR x`, a scale, a rating, a ranking): the evidence composer
+        answers from everything else."""
+        ranked = []
+        for node, _score, paths in self.ranked(question, bundle):
+            kept = [p for p in paths if RelationType(p.edges[0].relation) in _SITUATIONAL]
+            if kept:
+                ranked.append((node, kept))
+        facts = self.comparison(bundle) + self.facts(question, bundle, limit=3)
+        facts += self.by_situation(bundle, {p.id for _n, ps in ranked for p in ps[:3]})
+        facts = [p for p in facts if all(RelationType(e.relation) in _STRUCTURED for e in p.edges)]
+        # the route from what the question names to the picks (PyTorch -> ONNX -> OpenVINO)
+        facts = self.routes(bundle, [node for node, _p in ranked[:2]]) + facts
+        return (
             ranked,
-            facts + by_situation,
-            conflicts,
-            sentences,
-            question.injection,
-            routes=routes,
+            list({p.id: p for p in facts}.values()),
+            self.relevant_conflicts(question, bundle),
         )
-        return Answer(
-            question=question.text,
-            answer=body,
-            recommendations=recommendations,
-            citations=[Citation(path=p.edges) for p in unique],
-            conflicts=[
-                c.model_copy(update={"summary": text.conflict_summary(c)}) for c in conflicts
-            ],
-            backend="graph",
-        )
-
-
-def _said(path: GraphPath) -> tuple[str, tuple[str, ...]]:
-    """What a rendered path says: its triples and its quotes."""
-    return path.id, tuple(ev.quote for edge in path.edges for ev in edge.evidence)
 
 
 def _distinct_reasons(paths: list[GraphPath]) -> list[GraphPath]:
@@ -533,76 +447,3 @@ def _distinct_reasons(paths: list[GraphPath]) -> list[GraphPath]:
 
 def _hardware(graph: KnowledgeGraph, ids: set[str]) -> set[str]:
     return {i for i in ids if graph.entity(i).type == NodeType.HARDWARE}
-
-
-_NUMBERING = re.compile(
-    r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.]?|[（(]\d+[)）])\s*"
-)
-_ITEM = re.compile(r"^\s*(?:[-•*]|\d+[.、)])\s*")
-
-
-def _named_section(question: str, chunks: list[RetrievedChunk]) -> list[tuple[str, str]] | None:
-    """The points of the section a question names by its title, or None.
-
-    >>> from qa.schema import RetrievedChunk
-    >>> text = "三个提醒：\\n- 别把框架当信仰：会变。\\n- 换框架成本很高：别换。"
-    >>> chunk = RetrievedChunk(id="c", doc="d.txt", start=0, end=len(text), text=text,
-    ...                        heading_path=("指南", "六、权衡与边界"), score=1.0)
-    >>> [s for s, _d in _named_section("“权衡与边界”一节说了什么？", [chunk])]
-    ['三个提醒：', '- 别把框架当信仰：会变。', '- 换框架成本很高：别换。']
-    """
-    folded = question.casefold()
-    for chunk in chunks:
-        if not chunk.heading_path:
-            continue
-        title = _NUMBERING.sub("", chunk.heading_path[-1]).strip().casefold()
-        if len(title) < 4 or title not in folded:
-            continue
-        spans = split_sentences(chunk.text)
-        sentences = [chunk.text[s:e] for s, e in spans]
-        items = [t for t in sentences if _ITEM.match(t)]
-        # the section's lead sentence (or its first item, when the chunk starts inside the list)
-        points = (
-            [sentences[0], *(t for t in items if t != sentences[0])] if items else sentences[:3]
-        )
-        return [(t, chunk.doc) for t in points[:6]]
-    return None
-
-
-def source_sentences(
-    question: Question, bundle: EvidenceBundle, tokenizer: Tokenizer, limit: int = 3
-) -> list[tuple[str, str]]:
-    """The chunk sentences that share the most words with the question: (sentence, doc).
-
-    A question that names a section ("“权衡与边界”一节…") gets that section's points (its list
-    items, else its first sentences); a source sentence that is itself a question comes with
-    the sentence that answers it.
-    """
-    section = _named_section(question.text, bundle.chunks)
-    if section is not None:
-        return section
-    words = {w for w in tokenizer.tokenize(question.text) if w not in QUESTION_STOPWORDS}
-    names = [n.casefold() for e in question.entities for n in (e.surface,)]
-    scored = []
-    for rank, chunk in enumerate(bundle.chunks):
-        spans = split_sentences(chunk.text)
-        for index, (start, end) in enumerate(spans):
-            sentence = chunk.text[start:end]
-            if len(sentence) < 12:
-                continue
-            overlap = len(words & set(tokenizer.tokenize(sentence)))
-            overlap += 2 * sum(1 for n in names if n and n in sentence.casefold())
-            if overlap >= 2:
-                if sentence.rstrip().endswith(("？", "?")) and index + 1 < len(spans):
-                    sentence = chunk.text[start : spans[index + 1][1]]  # and its answer
-                scored.append((overlap - 0.1 * rank, sentence, chunk.doc))
-    scored.sort(key=lambda t: -t[0])
-    seen: set[str] = set()
-    out = []
-    for _s, sentence, doc in scored:
-        if sentence not in seen:
-            seen.add(sentence)
-            out.append((sentence, doc))
-        if len(out) >= limit:
-            break
-    return out

@@ -1,13 +1,36 @@
-"""Render answers as Markdown in the question's language (Chinese for zh and mixed questions)."""
+"""Render verified drafts as Markdown in the question's language (Chinese for zh and mixed).
+
+`render_draft` is the one writer of answer text: it runs after `CitationVerifier.verify_draft`,
+so the text states only what verification kept.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from kg.graph import KnowledgeGraph
-from qa.schema import Conflict, GraphPath, Language, PathEdge, Recommendation, SnippetReport
+from qa.schema import (
+    AbstainReason,
+    Answer,
+    AnswerDraft,
+    Citation,
+    Conflict,
+    DraftPoint,
+    Fallback,
+    FallbackKind,
+    Language,
+    PathEdge,
+    Recommendation,
+    SnippetReport,
+)
 
-__all__ = ["RELATION_WORDS", "AnswerText", "format_edge", "render_snippets"]
+__all__ = [
+    "RELATION_WORDS",
+    "chains",
+    "conflict_summary",
+    "format_edge",
+    "format_path",
+    "render_draft",
+    "render_snippets",
+]
 
 RELATION_WORDS = {
     "zh": {
@@ -25,6 +48,12 @@ RELATION_WORDS = {
         "DEFAULT_MODE": "默认模式",
         "SHARDS": "分片",
         "ALTERNATIVE_TO": "可替代",
+        "SUPPORTS": "支持",
+        "REQUIRES": "需要",
+        "NOT_SUPPORTED": "不支持",
+        "PART_OF": "是其版本",
+        "LICENSED_UNDER": "许可证",
+        "MENTIONS": "提到",
     },
     "en": {
         "RECOMMENDED_FOR": "recommends",
@@ -41,6 +70,12 @@ RELATION_WORDS = {
         "DEFAULT_MODE": "defaults to",
         "SHARDS": "shards",
         "ALTERNATIVE_TO": "is an alternative to",
+        "SUPPORTS": "supports",
+        "REQUIRES": "requires",
+        "NOT_SUPPORTED": "does not support",
+        "PART_OF": "is an edition of",
+        "LICENSED_UNDER": "is licensed under",
+        "MENTIONS": "mentions",
     },
 }
 
@@ -63,113 +98,211 @@ def format_edge(graph: KnowledgeGraph, edge: PathEdge, lang: str = "en") -> str:
     return f"{name(edge.source)} —{words.get(edge.relation, edge.relation)}→ {name(edge.target)}"
 
 
-class AnswerText:
-    """Markdown pieces of an answer in one language."""
+_LABELS = {
+    "zh": {
+        "rec": "推荐",
+        "also": "也可考虑",
+        "facts": "资料中的相关内容",
+        "caveats": "注意",
+        "conflict": "⚠️ 资料之间有分歧",
+        "decline": "资料未涵盖这个问题，我不做猜测",
+        "on": "关于",
+        "injection": "（问题中的指令性文字被当作普通文本处理；以上只依据资料。）",
+    },
+    "en": {
+        "rec": "Recommendation",
+        "also": "Also consider",
+        "facts": "From the sources",
+        "caveats": "Caveats",
+        "conflict": "⚠️ The sources disagree",
+        "decline": "The sources don't cover this, so I won't guess",
+        "on": "On",
+        "injection": "(Instructions inside the question were treated as text; the answer follows "
+        "the sources only.)",
+    },
+}
 
-    def __init__(self, language: Language, graph: KnowledgeGraph) -> None:
-        self.lang = "en" if language == Language.EN else "zh"
-        self.graph = graph
 
-    def _t(self, zh: str, en: str) -> str:
-        return zh if self.lang == "zh" else en
+_WHY = {
+    "zh": {
+        AbstainReason.NOT_COVERED: "资料中没有与这个问题相关的内容",
+        AbstainReason.UNKNOWN_NAME: "资料中没有提到 {subject}",
+        AbstainReason.NO_EVIDENCE: "检索到的内容回答不了这个问题",
+        AbstainReason.LLM_DECLINED: "模型判断检索到的证据回答不了这个问题",
+    },
+    "en": {
+        AbstainReason.NOT_COVERED: "nothing in the sources matches the question",
+        AbstainReason.UNKNOWN_NAME: "no source mentions {subject}",
+        AbstainReason.NO_EVIDENCE: "nothing retrieved answers it",
+        AbstainReason.LLM_DECLINED: "the model found that the evidence does not answer it",
+    },
+}
+_QUANTITY = {
+    "zh": {"money": "资料没有给出价格", "rate": "资料没有给出这个速度数据"},
+    "en": {"money": "no source gives prices", "rate": "no source gives that rate"},
+}
 
-    def abstain(self, reason: str) -> str:
-        """The declining answer."""
-        return self._t(
-            "资料未涵盖这个问题，我不做猜测。",
-            f"The sources don't cover this, so I won't guess. ({reason})",
+
+def _why(draft: AnswerDraft, lang: str) -> str:
+    """Why the answer declines, in the answer's language."""
+    assert draft.abstain is not None
+    if draft.abstain is AbstainReason.NO_QUANTITY:
+        return _QUANTITY[lang].get(draft.abstain_subject, _QUANTITY[lang]["rate"])
+    if draft.abstain is AbstainReason.UNKNOWN_NAME and not draft.abstain_subject:
+        return draft.abstain_detail
+    return _WHY[lang][draft.abstain].format(subject=draft.abstain_subject)
+
+
+def _lang(language: Language) -> str:
+    return "en" if language == Language.EN else "zh"
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _where(doc: str, heading: str) -> str:
+    return f"{doc} · {_clipped(heading, 32)}" if heading else doc
+
+
+def _point_line(graph: KnowledgeGraph, point: DraftPoint, lang: str) -> str:
+    """A point as shown: its text (with its lead-in), where it is, and the graph path it is
+    evidence of."""
+    text = _clipped(point.text, 260)
+    if point.context and point.context not in text:
+        context = _clipped(point.context, 120)
+        text = f"{context} {text}" if context.endswith((":", "：")) else f"{context}: {text}"
+    heading = point.heading if point.heading and point.heading not in text else ""
+    line = f"“{text}” ({_where(point.doc, heading)})"
+    if point.edges:
+        # the longest path the point is evidence of; all of them are in the citations
+        line += " — " + format_path(graph, max(chains(point.edges), key=len), lang)
+    return line
+
+
+def chains(edges: list[PathEdge]) -> list[list[PathEdge]]:
+    """Edges joined into paths where one ends where the next starts (PyTorch → ONNX → TensorRT).
+
+    >>> e = [PathEdge(source="b", relation="USED_WITH", target="c"),
+    ...      PathEdge(source="a", relation="RUNS_ON", target="d"),
+    ...      PathEdge(source="a", relation="EXPORTS_TO", target="b")]
+    >>> [[x.target for x in chain] for chain in chains(e)]
+    [['d'], ['b', 'c']]
+    """
+    left = list(edges)
+    paths: list[list[PathEdge]] = []
+    while left:
+        # start where no other edge leads in, then follow the edges that continue the path
+        first = next((e for e in left if all(o.target != e.source for o in left)), left[0])
+        path = [first]
+        left.remove(first)
+        while (step := next((e for e in left if e.source == path[-1].target), None)) is not None:
+            path.append(step)
+            left.remove(step)
+        paths.append(path)
+    return paths
+
+
+def format_path(graph: KnowledgeGraph, path: list[PathEdge], lang: str = "en") -> str:
+    """`A —r→ B —s→ C`: a path with entity names."""
+    text = format_edge(graph, path[0], lang)
+    for edge in path[1:]:
+        tail = format_edge(graph, edge, lang)
+        text += tail[tail.index(" —") :]
+    return text
+
+
+def conflict_summary(graph: KnowledgeGraph, conflict: Conflict, lang: str) -> str:
+    """Who says what, each claim with its quote."""
+    parts = [
+        f"{e.evidence[0].doc}: {format_edge(graph, e, lang)} “{_clipped(e.evidence[0].quote, 160)}”"
+        for e in conflict.claims
+        if e.evidence
+    ]
+    subject = graph.entity(conflict.subject).name if conflict.subject in graph else conflict.subject
+    joined = ("；" if lang == "zh" else "; ").join(parts)
+    return f"{_LABELS[lang]['on']} {subject}{'：' if lang == 'zh' else ': '}{joined}"
+
+
+def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
+    """The public Answer from a verified draft: Markdown in the question's language (a model's
+    sentence first, then the recommendation and every point with its source and graph path),
+    recommendations, one citation per cited edge, conflicts, snippets."""
+    lang = _lang(draft.language)
+    words = _LABELS[lang]
+    colon = "：" if lang == "zh" else ": "
+    if draft.abstain is not None:
+        detail = draft.abstain_detail or draft.abstain.value
+        return Answer(
+            question=draft.question,
+            answer=f"{words['decline']}{colon}{_why(draft, lang)}。"
+            if lang == "zh"
+            else f"{words['decline']}: {_why(draft, lang)}.",
+            abstained=True,
+            backend=draft.backend,
+            notes=[*draft.notes, f"abstained: {draft.abstain.value} ({detail})"],
+            fallback=Fallback(kind=FallbackKind.NOT_COVERED, detail=detail),
         )
+    lines: list[str] = [draft.prose, ""] if draft.prose else []
+    citations: list[Citation] = []
+    cited: set[tuple[tuple[tuple[str, str, str], ...], str, int]] = set()
 
-    def quote(self, edge: PathEdge) -> str:
-        """The first evidence quote of an edge with its document and section."""
-        if not edge.evidence:
-            return ""
-        ev = edge.evidence[0]
-        where = ev.doc + (f" · {ev.heading_path[-1]}" if ev.heading_path else "")
-        return f"“{ev.quote}”（{where}）" if self.lang == "zh" else f"“{ev.quote}” ({where})"
-
-    def reason(self, path: GraphPath) -> str:
-        """One line saying why a path supports its claim."""
-        edge = path.edges[0]
-        line = format_edge(self.graph, edge, self.lang)
-        return f"{line}: {self.quote(edge)}"
-
-    def route(self, path: GraphPath) -> str:
-        """A multi-edge path on one line, each edge's quote after it."""
-        chain = format_edge(self.graph, path.edges[0], self.lang)
-        for edge in path.edges[1:]:
-            tail = format_edge(self.graph, edge, self.lang)
-            chain += tail[tail.index(" —") :]
-        quotes = (" / " if self.lang == "en" else "／").join(self.quote(e) for e in path.edges)
-        return f"{chain}: {quotes}"
-
-    def body(
-        self,
-        recommendations: list[Recommendation],
-        ranked: list[tuple[str, float, list[GraphPath]]],
-        facts: list[GraphPath],
-        conflicts: list[Conflict],
-        sentences: list[tuple[str, str]],
-        injection: bool,
-        routes: Sequence[GraphPath] = (),
-    ) -> str:
-        """The whole Markdown answer."""
-        lines: list[str] = []
-        if recommendations:
-            head = recommendations[0].name
-            others = (
-                "、".join(r.name for r in recommendations[1:])
-                if self.lang == "zh"
-                else ", ".join(r.name for r in recommendations[1:])
+    def show(point: DraftPoint) -> str:
+        for chain in chains(point.edges):
+            key = (
+                tuple((e.source, str(e.relation), e.target) for e in chain),
+                point.doc,
+                point.start,
             )
-            lines.append(self._t(f"**推荐：{head}**", f"**Recommendation: {head}**"))
-            if others:
-                lines[-1] += self._t(f"（也可考虑：{others}）", f" (also consider: {others})")
-            lines.append("")
-            lines.append(self._t("依据：", "Why:"))
-            for rec, (_node, _score, paths) in zip(recommendations, ranked, strict=False):
-                for path in paths[:3]:
-                    lines.append(f"- **{rec.name}** — {self.reason(path)}")
-        if routes:
-            lines.append("")
-            lines.append(self._t("路径：", "How to get there:"))
-            for path in routes:
-                lines.append(f"- {self.route(path)}")
-        if facts:
-            lines.append("")
-            lines.append(self._t("相关事实：", "Facts from the sources:"))
-            for path in facts:
-                lines.append(f"- {self.reason(path)}")
-        if conflicts:
-            lines.append("")
-            lines.append(self._t("⚠️ 资料之间有分歧：", "⚠️ The sources disagree:"))
-            for conflict in conflicts:
-                lines.append(f"- {self.conflict_summary(conflict)}")
-        if sentences:
-            lines.append("")
-            lines.append(self._t("原文摘录：", "From the text:"))
-            for sentence, doc in sentences:
-                lines.append(f"> {sentence}  — {doc}")
-        if injection:
-            lines.append("")
-            lines.append(
-                self._t(
-                    "（问题中的指令性文字被当作普通文本处理；以上只依据资料。）",
-                    "(Instructions inside the question were treated as text; "
-                    "the answer follows the sources only.)",
+            if key not in cited:
+                cited.add(key)
+                citations.append(Citation(path=chain))
+        return _point_line(graph, point, lang)
+
+    recommendations: list[Recommendation] = []
+    if draft.recommendations:
+        top = draft.recommendations[0]
+        lines.append(f"**{words['rec']}{colon}{top.name}**")
+        lines.extend(f"- {show(p)}" for p in top.points)
+        for rec in draft.recommendations[1:]:
+            if rec.points:
+                # the point whose path reaches the pick: the citation that backs it
+                backed = next(
+                    (p for p in rec.points if any(rec.id in (e.source, e.target) for e in p.edges)),
+                    rec.points[0],
                 )
+                lines.append(f"- {words['also']} **{rec.name}**{colon}{show(backed)}")
+        recommendations = [
+            Recommendation(
+                id=rec.id, name=rec.name, reason=rec.points[0].text[:200] if rec.points else ""
             )
-        return "\n".join(lines).strip()
-
-    def conflict_summary(self, conflict: Conflict) -> str:
-        """Who says what, each with its quote."""
-        subject = self.graph.entity(conflict.subject).name
-        parts = [
-            f"{edge.evidence[0].doc}: {format_edge(self.graph, edge, self.lang)} {self.quote(edge)}"
-            for edge in conflict.claims
+            for rec in draft.recommendations
         ]
-        joined = "；".join(parts) if self.lang == "zh" else "; ".join(parts)
-        return self._t(f"关于 {subject}：{joined}", f"On {subject}: {joined}")
+    for title, points in ((words["facts"], draft.facts), (words["caveats"], draft.caveats)):
+        if points:
+            lines += ["", f"{title}{colon.strip()}"] if lines else [f"{title}{colon.strip()}"]
+            lines.extend(f"- {show(p)}" for p in points)
+    conflicts = [
+        c if c.summary else c.model_copy(update={"summary": conflict_summary(graph, c, lang)})
+        for c in draft.conflicts
+    ]
+    for conflict in conflicts:
+        lines += ["", f"{words['conflict']}{colon}{conflict.summary}"]
+        citations.extend(Citation(path=[claim]) for claim in conflict.claims)
+    if draft.snippets:
+        lines += ["", render_snippets(draft.snippets)]
+    if draft.injection:
+        lines += ["", words["injection"]]
+    return Answer(
+        question=draft.question,
+        answer="\n".join(lines).strip(),
+        recommendations=recommendations,
+        citations=citations,
+        snippets=draft.snippets,
+        conflicts=conflicts,
+        backend=draft.backend,
+        notes=list(draft.notes),
+    )
 
 
 def render_snippets(snippets: list[SnippetReport]) -> str:

@@ -22,9 +22,13 @@ from kg.errors import LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable
 from kg.schema import Evidence, RelationType
 
 __all__ = [
+    "AbstainReason",
     "Answer",
+    "AnswerDraft",
     "Citation",
     "Conflict",
+    "DraftPoint",
+    "DraftRecommendation",
     "EvidenceBundle",
     "Fallback",
     "FallbackKind",
@@ -248,21 +252,85 @@ class Question(BaseModel):
         return list(dict.fromkeys(e.id for e in self.entities))
 
 
+class AbstainReason(StrEnum):
+    """Why an answerer declined (the detail says what exactly)."""
+
+    NOT_COVERED = "not-covered"  # nothing relevant was retrieved
+    UNKNOWN_NAME = "unknown-name"  # the question's key named thing is in no document
+    NO_QUANTITY = "no-quantity"  # it asks for a number (a price, a rate) no source gives
+    NO_EVIDENCE = "no-evidence"  # what was retrieved supports no answer
+    LLM_DECLINED = "llm-declined"  # the LLM said the evidence does not answer it
+
+
+class DraftPoint(BaseModel):
+    """One thing an answer says: a source unit's text, its verbatim span, the edges citing it."""
+
+    doc: str
+    start: int
+    end: int
+    quote: str = Field(description="the verbatim text of the document between start and end")
+    text: str = Field(description="what is shown: the quote without markup")
+    context: str = Field(default="", description="a row's header or an item's lead-in")
+    heading: str = Field(default="", description="the section the unit is in")
+    edges: list[PathEdge] = Field(default_factory=list)
+
+
+class DraftRecommendation(BaseModel):
+    """A recommended entity and the points that support it (best first)."""
+
+    id: str = Field(description="a graph entity id, or `value:<text>` for a value a table states")
+    name: str
+    points: list[DraftPoint] = Field(default_factory=list)
+
+
+class AnswerDraft(BaseModel):
+    """Everything an answer will say, as structure: built by an answerer (the evidence composer,
+    the LLM answerer), pruned by `qa.verify.verify_draft`, written by `qa.render.render_draft`.
+    Nothing reaches the text that verification did not keep."""
+
+    question: str
+    language: Language
+    recommendations: list[DraftRecommendation] = Field(default_factory=list)
+    candidates: list[DraftRecommendation] = Field(
+        default_factory=list,
+        description="the other things weighed, each with its best point: not shown; an LLM's pool",
+    )
+    facts: list[DraftPoint] = Field(default_factory=list)
+    caveats: list[DraftPoint] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    snippets: list[SnippetReport] = Field(default_factory=list)
+    prose: str = Field(default="", description="a model's sentence shown above the evidence")
+    abstain: AbstainReason | None = None
+    abstain_detail: str = Field(default="", description="why, in English, for notes and logs")
+    abstain_subject: str = Field(default="", description="the name or quantity the sources lack")
+    injection: bool = False
+    backend: str = "graph"
+    notes: list[str] = Field(default_factory=list)
+
+    def points(self) -> list[DraftPoint]:
+        """Every point, in the order the answer shows them."""
+        return [
+            *(p for r in self.recommendations for p in r.points),
+            *self.facts,
+            *self.caveats,
+        ]
+
+
 class LLMAnswerer(Protocol):
     """The seam an LLM answerer implements (`qa.llm.answerer.ChatAnswerer` is the real one).
 
-    It may fail (raise `kg.errors.LLMError`): the graph composer's answer then stands, with a
-    `Fallback`. Its answer is verified like any other before it leaves.
+    It gets the graph's verified draft (its points are the evidence the model may use) and returns
+    a draft of its own: picks among what the draft's points name, the points it cites, a sentence
+    of prose, or a decline. That draft is verified and rendered like the graph's.
+    It may fail (raise `kg.errors.LLMError`): the graph's answer then stands, with a `Fallback`.
     """
 
     name: str
 
-    def answer(self, question: Question, bundle: EvidenceBundle, draft: Answer) -> Answer:
-        """An answer built from the bundle, or raise `kg.errors.LLMError`."""
+    def answer(self, question: Question, draft: AnswerDraft) -> AnswerDraft:
+        """The model's draft for a question, or raise `kg.errors.LLMError`."""
         ...
 
-    def stream(
-        self, question: Question, bundle: EvidenceBundle, draft: Answer
-    ) -> Iterator[str | Answer]:
-        """Text deltas, then the final Answer; raise `kg.errors.LLMError` on failure."""
+    def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
+        """The prose as it streams, then the model's draft; raise `kg.errors.LLMError`."""
         ...

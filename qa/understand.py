@@ -270,6 +270,12 @@ class QuestionReader:
                 linked.append(
                     LinkedEntity(id=node, surface=match.group(0), how="graph", start=match.start())
                 )
+        spans = [(e.start, e.start + len(e.surface)) for e in linked]
+        linked.extend(
+            e
+            for e in self._spelled_apart(text, covered, names)
+            if not any(s < e.start + len(e.surface) and e.start < t for s, t in spans)
+        )
         linked.extend(self._fuzzy(text, covered))
         linked.sort(key=lambda e: e.start)
         solution_mentions = len(
@@ -299,6 +305,37 @@ class QuestionReader:
         if count is not None and count >= 2 and "multi-gpu" in self.lexicon.terms:
             terms.add("multi-gpu")
         return terms
+
+    def _spelled_apart(
+        self, text: str, covered: list[tuple[int, int]], names: dict[str, str]
+    ) -> list[LinkedEntity]:
+        """Names written with other spacing or dashes: "LLaMA-Factory" for LlamaFactory, "Flash
+        Attention" for FlashAttention (runs of up to three words, normalised, looked up)."""
+        words = [m for m in re.finditer(r"[A-Za-z0-9][\w.+]*", text)]
+        found = []
+        i = 0
+        while i < len(words):
+            hit = None
+            for n in (3, 2, 1):
+                if i + n > len(words):
+                    continue
+                start, end = words[i].start(), words[i + n - 1].end()
+                gap = text[words[i].end() : end]
+                if n > 1 and re.search(r"[^\s\-_A-Za-z0-9.+]", gap):
+                    continue
+                key = normalize_name(text[start:end])
+                if len(key) >= 4 and key in names:
+                    if not any(s < end and start < e for s, e in covered):
+                        hit = (start, end, names[key], n)
+                    break
+            if hit is None:
+                i += 1
+                continue
+            start, end, node, n = hit
+            covered.append((start, end))
+            found.append(LinkedEntity(id=node, surface=text[start:end], how="graph", start=start))
+            i += n
+        return found
 
     def _fuzzy(self, text: str, covered: list[tuple[int, int]]) -> list[LinkedEntity]:
         from rapidfuzz import fuzz, process

@@ -32,8 +32,9 @@ def grounding_problems(answer: Answer, edges: Edges, documents: dict[str, str]) 
     """What is wrong with an answer's citations and recommendations ([] when nothing is).
 
     Every cited triple is an edge of the export; every quote is verbatim (up to whitespace) in
-    its document and is evidence of that edge there; every recommendation is an end of a cited
-    edge."""
+    its document and is evidence of that edge there; every recommended entity is an end of a cited
+    edge (a recommended value, an option the question names that no entity is, is in a cited
+    quote)."""
     flat = {doc: _SPACE.sub(" ", text) for doc, text in documents.items()}
     problems: list[str] = []
     for citation in answer.citations:
@@ -54,11 +55,15 @@ def grounding_problems(answer: Answer, edges: Edges, documents: dict[str, str]) 
                 elif ev.model_dump(mode="json") not in edges[triple]:
                     problems.append(f"{ev.quote!r} is not evidence of {triple}")
     cited = {n for c in answer.citations for e in c.path for n in (e.source, e.target)}
-    problems += [
-        f"{r.id} is recommended but is no end of a cited edge"
-        for r in answer.recommendations
-        if r.id not in cited
-    ]
+    quotes = _SPACE.sub(
+        " ", " ".join(ev.quote for c in answer.citations for e in c.path for ev in e.evidence)
+    )
+    for r in answer.recommendations:
+        if r.id.startswith("value:"):  # an option the question names, stated by a cited quote
+            if r.name.casefold() not in quotes.casefold():
+                problems.append(f"{r.name} is recommended but no cited quote states it")
+        elif r.id not in cited:
+            problems.append(f"{r.id} is recommended but is no end of a cited edge")
     return problems
 
 

@@ -2,7 +2,7 @@
 
 Needs: `llamacpp` (the llama.cpp server and the embedded model's parts), `torch` (torch and the
 libraries the snippets call: transformers, peft, sentence-transformers), `vllm`, `namespaces`
-(the sandbox's dedicated uid and mount namespace: root) and `chromium` (Debian's browser, driven
+(the sandbox's uid, mount and PID namespaces: root) and `chromium` (Debian's browser, driven
 by Playwright). Locally a test whose need is missing skips. Where the need is required it FAILS,
 so that a broken install cannot pass silently: on CI (`CI` set to true/1), or with
 `KGQA_REQUIRE_<NEED>=1` (`KGQA_REQUIRE_VLLM=1`); `KGQA_REQUIRE_<NEED>=0` opts out, and so does

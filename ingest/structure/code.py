@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ingest.structure.inline import is_cjk
 
-__all__ = ["Code", "Line", "line_units"]
+__all__ = ["Code", "Line", "code_like", "line_units"]
 
 _LANGS = {
     "python",
@@ -113,7 +113,9 @@ def _scan_code_line(t: str) -> tuple[int | None, int]:
     return None, depth
 
 
-def _code_like(t: str) -> bool:
+def code_like(t: str) -> bool:
+    """Whether a line reads as code or a command (a keyword, an assignment, a call, a shell
+    command), not prose."""
     if not t or is_cjk(t[0]):
         return False
     return bool(
@@ -127,7 +129,7 @@ def _next_nonblank(lines: list[Line], k: int) -> int | None:
 
 def _scan_code(lines: list[Line], j: int, text: str) -> tuple[int, int, int, Line | None] | None:
     """Code starting at line j whose fences were lost: (start, end, next line, prose remainder)."""
-    if not _code_like(lines[j].text):
+    if not code_like(lines[j].text):
         return None
     depth, end, k, remainder = 0, -1, j, None
     while k < len(lines):
@@ -135,12 +137,12 @@ def _scan_code(lines: list[Line], j: int, text: str) -> tuple[int, int, int, Lin
         if not ln.text:
             m = _next_nonblank(lines, k)
             if m is None or not (
-                depth > 0 or (_code_like(lines[m].text) and lines[m].text[0] != "#")
+                depth > 0 or (code_like(lines[m].text) and lines[m].text[0] != "#")
             ):
                 break
             k = m
             continue
-        if k > j and depth <= 0 and not _code_like(ln.text):
+        if k > j and depth <= 0 and not code_like(ln.text):
             break
         cut, delta = _scan_code_line(ln.text)
         code = ln.text if cut is None else ln.text[:cut].rstrip()

@@ -74,6 +74,9 @@ def register(
     """Add `ask` to the `kgqa` parser (imports nothing)."""
     ask = sub.add_parser("ask", help="answer one question")
     with_store(ask)
+    ask.add_argument(
+        "--lexicon", type=Path, action="append", help="extra alias lexicon file (as ingest)"
+    )
     ask.add_argument("question")
     ask.add_argument(
         "--llm", default="none", help="none (default) | auto | URL of an OpenAI-compatible server"

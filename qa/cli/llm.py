@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,26 +45,69 @@ def cmd_prepare(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+class _StopSignal(Exception):
+    """SIGTERM or SIGHUP arrived (SIGINT raises KeyboardInterrupt): unwind and stop the server."""
+
+
+@contextlib.contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """Inside: SIGTERM and SIGHUP raise `_StopSignal` (as Ctrl-C raises KeyboardInterrupt)."""
+
+    def raise_stop(signum: int, frame: object) -> None:
+        raise _StopSignal(signal.Signals(signum).name)
+
+    previous = {
+        sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    }
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, raise_stop)
+    try:
+        yield
+    finally:  # SIGINT too: `_ignore_stop_signals` may have changed it
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _ignore_stop_signals() -> None:
+    """While the server is being stopped: a second signal must not abandon the stop half-way."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _why(stop: BaseException) -> str:
+    return str(stop) if isinstance(stop, _StopSignal) else "SIGINT"
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """``kgqa llm serve [--engine vllm|llamacpp|auto] [--model M] [--host H] [--port P]``.
 
-    Starts the server (with this process's environment), prints how to point kgqa at it, and
-    runs until Ctrl-C.
+    Starts the server (with this process's environment), prints how to point kgqa at it, and runs
+    until SIGINT (Ctrl-C), SIGTERM or SIGHUP, which stop the server before kgqa exits (0). A
+    server that dies on its own makes kgqa exit 1; a port already in use, 2 (`PortInUse`, before
+    anything starts). The server never outlives this process (`qa.llm.keeper`).
     """
     from qa.llm.serve import serve
 
-    handle = serve(
-        args.engine, args.model, args.host, args.port, settings=settings, environ=os.environ
-    )
-    print(f"{handle.engine} serving {handle.model} at {handle.base_url} ", end="")
-    print(f"(up in {handle.startup_s:.1f}s; log {handle.log_path})")
-    print("Point kgqa at it:\n" + handle.instructions(), flush=True)
-    with handle:
+    with _stop_signals_raise():
         try:
-            handle.process.wait()
-        except KeyboardInterrupt:
-            print("stopping the server")
-    return 0 if handle.process.returncode in (0, -signal.SIGTERM, None) else 1
+            handle = serve(
+                args.engine, args.model, args.host, args.port, settings=settings, environ=os.environ
+            )
+        except (KeyboardInterrupt, _StopSignal) as stop:  # serve() stopped what it had started
+            print(f"kgqa llm serve: {_why(stop)} while starting: stopped", file=sys.stderr)
+            return 0
+        print(f"{handle.engine} serving {handle.model} at {handle.base_url} ", end="")
+        print(f"(up in {handle.startup_s:.1f}s; log {handle.log_path})")
+        print("Point kgqa at it:\n" + handle.instructions(), flush=True)
+        try:
+            code = handle.process.wait()
+        except (KeyboardInterrupt, _StopSignal) as stop:
+            _ignore_stop_signals()
+            print(f"kgqa llm serve: {_why(stop)}: stopping the server", file=sys.stderr, flush=True)
+            handle.stop()
+            return 0
+    print(f"kgqa llm serve: the server exited with code {code}; log {handle.log_path}")
+    return 0 if code == 0 else 1
 
 
 def register(

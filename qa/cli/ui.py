@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kg.errors import KGQAError
@@ -56,6 +57,9 @@ def register(
     """Add `kgqa ui` to the command line."""
     ui = sub.add_parser("ui", help="serve the Gradio chat app")
     with_store(ui)
+    ui.add_argument(
+        "--lexicon", type=Path, action="append", help="extra alias lexicon file (as ingest)"
+    )
     ui.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     ui.add_argument("--port", type=int, default=7860)
     ui.add_argument(

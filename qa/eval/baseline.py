@@ -18,19 +18,22 @@ from ingest.embed import Embedder
 from ingest.vector import as_llamaindex, naive_retriever
 from kg.documents import Chunk
 from kg.errors import LLMError, QuestionError
+from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import SOLUTION_TYPES
 from kg.store import Store
 from qa.eval.records import ChunkSpan, EvalRecord, GoldQuestion
+from qa.render import render_draft
 from qa.schema import (
     Answer,
-    EvidenceBundle,
+    AnswerDraft,
+    DraftPoint,
+    DraftRecommendation,
     Fallback,
     FallbackKind,
     LLMAnswerer,
     Question,
     Recommendation,
-    RetrievedChunk,
 )
 
 __all__ = ["BASELINE_BACKEND", "NaiveRAG", "first_solution"]
@@ -119,16 +122,26 @@ class NaiveRAG:
         )
 
     def _llm_answer(self, text: str, hits: list[tuple[Chunk, float]], draft: Answer) -> Answer:
+        """The LLM's answer over the top chunks alone: each chunk a point, no graph edge."""
         assert self.llm is not None and self.reader is not None
         try:
             parsed = self.reader(text)
-            bundle = EvidenceBundle(
+            points = [
+                DraftPoint(doc=c.doc, start=c.start, end=c.end, quote=c.text, text=c.text)
+                for c, _score in hits
+            ]
+            picks = [
+                DraftRecommendation(id=r.id, name=r.name, points=points[:1])
+                for r in draft.recommendations
+            ]
+            chunks_draft = AnswerDraft(
                 question=parsed.text,
                 language=parsed.language,
-                kind=parsed.kind,
-                chunks=[RetrievedChunk.from_chunk(c, s) for c, s in hits],
+                recommendations=picks,
+                facts=points[1:] if picks else points,
+                backend=BASELINE_BACKEND,
             )
-            answer = self.llm.answer(parsed, bundle, draft)
+            answer = render_draft(self.llm.answer(parsed, chunks_draft), KnowledgeGraph())
         except (LLMError, QuestionError) as err:
             kind = FallbackKind.of_llm_error(err) if isinstance(err, LLMError) else None
             fallback = Fallback(kind=kind or FallbackKind.REJECTED, detail=str(err))

@@ -232,7 +232,7 @@ def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[LLMAn
     from qa.llm.answerer import make_llm
 
     try:
-        llm = make_llm(spec, assistant.graph, assistant.tokenizer, settings.llm)
+        llm = make_llm(spec, assistant.graph, settings.llm)
     except KGQAError as err:
         return None, f"--llm {spec}: {err}; answering with the graph composer only"
     if llm is None:

@@ -27,21 +27,19 @@ def build_compact_schema(
     min_recommendations: int = 0,
     max_recommendations: int = 3,
     max_citations: int = 4,
-    with_draft: bool = False,
 ) -> dict[str, Any]:
-    """A small answer schema for small models: picks, then citations, then one short sentence.
+    """A small answer schema for small models: a decline flag, picks, citations, one sentence.
 
     ``recommendations`` is a list of entity *names* drawn from ``names`` (names cost a small model
     fewer tokens and less confusion than ids; the caller maps them back), ``citations`` a list of
     evidence ids, and ``answer`` a string of at most ``max_answer_chars`` characters. Properties
-    come in that order, so the model commits to its pick and evidence before it writes the prose
-    that explains them, and the grammar bounds how many tokens it can spend. ``with_draft`` puts a
-    boolean ``draft_ok`` first: the model confirms the graph composer's picks, or replaces them
-    with its own ``recommendations``.
+    come in that order, after a boolean ``decline`` (the evidence does not answer the question),
+    so the model decides whether it can answer, then commits to its pick and evidence before it
+    writes the prose that explains them; the grammar bounds how many tokens it can spend.
 
-    >>> s = build_compact_schema(["PyTorch", "JAX"], ["P1", "S1"], min_recommendations=1)
+    >>> s = build_compact_schema(["PyTorch", "JAX"], ["E1", "E2"], min_recommendations=1)
     >>> list(s["properties"])
-    ['recommendations', 'citations', 'answer']
+    ['decline', 'recommendations', 'citations', 'answer']
     >>> picks = s["properties"]["recommendations"]
     >>> picks["items"]["enum"], picks["minItems"]
     (['PyTorch', 'JAX'], 1)
@@ -49,19 +47,14 @@ def build_compact_schema(
     120
     >>> build_compact_schema([], [])["properties"]["recommendations"]["maxItems"]
     0
-    >>> list(build_compact_schema(["JAX"], ["P1"], with_draft=True)["properties"])[0]
-    'draft_ok'
     """
     picks = _id_array(names, max_recommendations)
     if names and min_recommendations:
         picks["minItems"] = min(min_recommendations, picks["maxItems"])
-    cites = _id_array(citation_ids, max_citations)
-    if citation_ids:
-        cites["minItems"] = 1
-    properties: dict[str, Any] = {"draft_ok": {"type": "boolean"}} if with_draft else {}
-    properties |= {
+    properties: dict[str, Any] = {
+        "decline": {"type": "boolean"},
         "recommendations": picks,
-        "citations": cites,
+        "citations": _id_array(citation_ids, max_citations),
         "answer": {"type": "string", "minLength": 1, "maxLength": max_answer_chars},
     }
     return {

@@ -9,7 +9,7 @@ same JSON schema (vLLM's structured outputs:
   ``SamplingParams`` per request, so each keeps its own schema).
 - `OfflineChatModel.chat` / ``stream`` take one request, as `ChatModel` does; calls made at the same
   time from several threads (the eval runner's pool) are gathered by one worker thread into a
-  single batch, so ``ChatAnswerer(OfflineChatModel(dir), graph, tokenizer)`` batches with no
+  single batch, so ``ChatAnswerer(OfflineChatModel(dir), graph)`` batches with no
   other change.
   ``stream`` yields the finished text in one piece (offline generation does not stream).
 

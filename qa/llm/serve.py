@@ -3,6 +3,11 @@
 `serve` starts it, waits until GET /v1/models answers (or the process dies: the error carries its
 log tail), and returns a `ServerHandle` that stops it cleanly (``stop()`` or ``with``).
 
+Nothing outlives its owner: the server runs under `qa.llm.keeper`, which stops it (SIGTERM, then
+SIGKILL after a grace period) when told to or when kgqa is gone, even after a SIGKILL, and kills
+whatever the server leaves behind. `serve` refuses a port that something already listens on
+(`PortInUse`) instead of starting a second server that cannot bind.
+
 - llama.cpp: ``python -m llama_cpp.server`` with the GGUF file (``llama-cpp-python[server]``).
 - vLLM: ``-m vllm.entrypoints.openai.api_server`` in vLLM's environment
   (`qa.llm.runtime.find_vllm_python`)
@@ -13,12 +18,15 @@ log tail), and returns a `ServerHandle` that stops it cleanly (``stop()`` or ``w
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib.util
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,15 +42,24 @@ from qa.llm.runtime import find_vllm_python, vllm_cpu_env, vllm_is_cpu_build
 if TYPE_CHECKING:
     from qa.config import Settings
 
-__all__ = ["Engine", "ServerHandle", "free_port", "serve"]
+__all__ = ["Engine", "PortInUse", "ServerHandle", "check_port_free", "free_port", "serve"]
 
 Engine = Literal["vllm", "llamacpp", "auto"]
 _LLAMACPP_START_S = 120.0
 _VLLM_START_S = 900.0
+_STOP_GRACE_S = 20.0
+_KEEPER = Path(__file__).with_name("keeper.py")
+
+
+class PortInUse(LLMError):
+    """Something already listens on the port a server was asked to use."""
 
 
 class ServerHandle(BaseModel):
-    """A running server started by `serve`; ``stop()`` ends it (also on leaving ``with``)."""
+    """A running server started by `serve`; ``stop()`` ends it (also on leaving ``with``).
+
+    ``process`` is the server's keeper (`qa.llm.keeper`): it lives exactly as long as the server.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -65,16 +82,19 @@ class ServerHandle(BaseModel):
         """True while the server process runs."""
         return self.process.poll() is None
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """SIGTERM the server's process group, then SIGKILL after ``grace_s``. Idempotent."""
-        if self.process.poll() is not None:
-            return
-        _signal_group(self.process, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            _signal_group(self.process, signal.SIGKILL)
-            self.process.wait(timeout=grace_s)
+    def stop(self, grace_s: float = _STOP_GRACE_S) -> None:
+        """Stop the server: SIGTERM to it (through its keeper), SIGKILL after ``grace_s``; returns
+        once it and everything it started are gone. Idempotent."""
+        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGUSR1, 10.0)):
+            if self.process.poll() is not None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)  # SIGUSR1: the keeper kills the server at once
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=wait_s)
+        if self.process.poll() is None:  # the keeper hangs: the server dies with it (SIGKILL)
+            self.process.kill()
+            self.process.wait()
 
     def __enter__(self) -> ServerHandle:
         return self
@@ -83,16 +103,52 @@ class ServerHandle(BaseModel):
         self.stop()
 
 
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, sig)  # started with start_new_session: pgid == pid
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise `PortInUse` (saying what answers there, and what to do) if ``host:port`` is taken.
+
+    Binds the way the servers do (``SO_REUSEADDR``), so a port in TIME_WAIT counts as free.
+    """
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+            return
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise PortInUse(f"cannot use port {port} on {host}: {exc}") from exc
+    base_url = f"http://{host}:{port}/v1"
+    models = _served_models(base_url)
+    if models is not None:
+        raise PortInUse(
+            f"port {port} on {host} is already served: an OpenAI-compatible server answers at "
+            f"{base_url} (models: {', '.join(models) or 'none listed'}). Use it "
+            f"(export KGQA_LLM_BASE_URL={base_url}), stop it, or pick another --port (0 picks a "
+            "free one)."
+        )
+    raise PortInUse(
+        f"port {port} on {host} is already in use by another program: stop it or pick another "
+        "--port (0 picks a free one)."
+    )
+
+
+def _served_models(base_url: str) -> list[str] | None:
+    """The model ids an OpenAI-compatible server at ``base_url`` lists; None if none answers."""
+    try:
+        reply = httpx.get(f"{base_url}/models", timeout=2.0)
+        data = reply.json()["data"] if reply.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [str(m.get("id")) for m in data if isinstance(m, dict)]
 
 
 def _resolve_engine(engine: Engine, settings: Settings) -> Literal["vllm", "llamacpp"]:
@@ -154,8 +210,9 @@ def _log_tail(path: Path, n_chars: int = 3000) -> str:
 
 
 def _wait_until_up(
-    process: subprocess.Popen[bytes], base_url: str, log: Path, limit: float
+    process: subprocess.Popen[bytes], base_url: str, alias: str, log: Path, limit: float
 ) -> None:
+    """Until the server lists ``alias`` (another server that took the port meanwhile does not)."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -163,11 +220,8 @@ def _wait_until_up(
                 f"the server exited with code {process.returncode} before answering; "
                 f"log {log}:\n{_log_tail(log)}"
             )
-        try:
-            if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+        if alias in (_served_models(base_url) or []):
+            return
         time.sleep(0.5)
     raise LLMUnavailable(
         f"the server did not answer {base_url}/models within {limit:.0f}s; log {log}:\n"
@@ -187,17 +241,23 @@ def serve(
     startup_timeout_s: float | None = None,
     log_dir: Path | None = None,
     extra_args: Sequence[str] = (),
+    stop_grace_s: float = _STOP_GRACE_S,
 ) -> ServerHandle:
     """Start a server for ``model`` (registry name, ``.gguf`` file or vLLM model dir) and wait.
 
-    ``port=0`` picks a free port. ``alias`` (default: ``model``'s registry name or file stem) is
+    ``port=0`` picks a free port; a port something already listens on raises `PortInUse`.
+    ``alias`` (default: ``model``'s registry name or file stem) is
     the served model name clients ask for; ``extra_args`` go to the server's command line (e.g.
     ``["--gpu-memory-utilization", "0.4"]`` for vLLM). `settings` give the cache directory (models,
     logs), the llama.cpp threads and vLLM's interpreter; `environ` is the environment the server
     starts with (plus what vLLM's CPU build needs). Raises `LLMUnavailable` with the log tail if
-    the server dies or does not answer within ``startup_timeout_s``.
+    the server dies or does not answer within ``startup_timeout_s``. The server stops when the
+    handle does, and when this process ends however it ends (`qa.llm.keeper`); if it was asked to
+    stop and is still running ``stop_grace_s`` later, it is killed.
     """
     chosen = _resolve_engine(engine, settings)
+    if port:
+        check_port_free(host, port)
     port = port or free_port()
     name = alias or (model if model in MODELS else Path(model).name.removesuffix(".gguf"))
     env = dict(environ)
@@ -213,9 +273,17 @@ def serve(
     logs.mkdir(parents=True, exist_ok=True)
     log_path = logs / f"serve-{chosen}-{port}.log"
     started = time.monotonic()
+    keeper = {
+        "argv": cmd,
+        "parent": os.getpid(),
+        "grace_s": stop_grace_s,
+        # the kernel sends the parent-death signal when the starting *thread* exits
+        "pdeathsig": threading.current_thread() is threading.main_thread(),
+    }
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            [sys.executable, "-I", "-S", str(_KEEPER), json.dumps(keeper)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
             start_new_session=True,
         )  # fmt: skip
     base_url = f"http://{host}:{port}/v1"
@@ -224,7 +292,7 @@ def serve(
         process=process,
     )  # fmt: skip
     try:
-        _wait_until_up(process, base_url, log_path, limit)
+        _wait_until_up(process, base_url, name, log_path, limit)
     except BaseException:
         handle.stop(grace_s=5.0)
         raise

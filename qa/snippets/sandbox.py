@@ -2,16 +2,27 @@
 
 Containment, from strongest to weakest (each layer reported in `SandboxResult.isolation`):
 
+- a new PID namespace whose init is ours (`qa.snippets.sandbox_init`): when the run ends (the
+  snippet exits, times out or floods its output) init counts what the snippet left running and
+  exits, and the kernel kills every process in the namespace: forks, double forks, setsid
+  daemons and processes that ignore SIGTERM alike. Leftovers make the run fail
+  (`SandboxResult.leftover_killed`). The namespace has its own /proc: no host process is visible;
 - a new network namespace (only a private loopback: nothing outside is reachable); where the kernel
   refuses, an audit hook in the interpreter that denies `socket.connect`/`bind`/`sendto`;
 - a new mount namespace: a private tmpfs over `/tmp`, `/var/tmp` and `/dev/shm`, the scratch
   directory bound at `/tmp/sandbox`, and directories that only root may enter (e.g. `/root`)
   replaced by an empty tmpfs that shows only the interpreter's own tree;
-- a dedicated unprivileged uid/gid per run (when the host runs as root); every process of that uid
-  is killed after the run, so nothing it forked survives;
+- a dedicated unprivileged uid/gid per run (when the host runs as root), with no new privileges
+  (set-user-ID programs do not elevate); without a PID namespace, every process of that uid is
+  killed after the run;
 - resource limits: CPU seconds, address space, file size, open files, processes;
-- its own session (process group), killed on wall-clock timeout or when output passes the cap;
+- its own session, which is all that can be cleaned up where neither a PID namespace nor a
+  dedicated uid is available (`SandboxResult.cleanup == "session"`: a process that calls setsid()
+  then survives the run);
 - a minimal environment (PATH, HOME, LANG, TMPDIR): none of the caller's variables.
+
+If kgqa itself dies during a run, the run dies with it (parent-death signal, and the supervisor
+watches its parent).
 """
 
 from __future__ import annotations
@@ -20,8 +31,10 @@ import contextlib
 import ctypes
 import functools
 import itertools
+import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -33,11 +46,12 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
 from kg.errors import SnippetError
+from qa.snippets import sandbox_init
 
 __all__ = [
     "SANDBOX_DIR",
@@ -52,12 +66,15 @@ SANDBOX_DIR = "/tmp/sandbox"
 """Where the scratch directory appears inside the sandbox (when a mount namespace is available)."""
 
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 _UID_BASE = 200_000
 _uid_counter = itertools.count()
+_LEFTOVER_GRACE_S = 0.5  # what a snippet left gets this long to end on its own before it counts
+_STOP_GRACE_S = 5.0  # a stopped run's supervisor gets this long to report before SIGKILL
 
 # Used only when no network namespace can be made: deny sockets from Python code.
 _AUDIT_HOOK = """
@@ -86,26 +103,48 @@ class SandboxResult(BaseModel):
     duration_s: float = 0.0
     network: str = Field(description="'netns' | 'audit-hook' | 'none'")
     isolation: list[str] = Field(default_factory=list, description="the layers that were applied")
+    leftover_killed: int = Field(
+        default=0, description="processes the snippet left running, killed when the run ended"
+    )
+    cleanup: str = Field(
+        default="pidns",
+        description="how the run's processes were found and killed: 'pidns' (all of them: the "
+        "kernel kills a PID namespace with its init), 'uid' (every process of the run's uid), "
+        "'session' (only those that stayed in the run's session)",
+    )
 
     @property
     def ok(self) -> bool:
-        """True when the process exited with status 0 on its own."""
-        return self.returncode == 0 and not self.timed_out and self.killed_reason is None
+        """True when the process exited with status 0 on its own and left nothing running."""
+        return (
+            self.returncode == 0
+            and not self.timed_out
+            and self.killed_reason is None
+            and self.leftover_killed == 0
+        )
 
     def summary(self) -> str:
-        """One line: how it ended.
+        """One line: how it ended, and what it left running.
 
         >>> SandboxResult(returncode=0, network="netns", duration_s=0.25).summary()
         'exit 0 in 0.25 s'
+        >>> left = SandboxResult(returncode=0, network="netns", duration_s=0.7, leftover_killed=3)
+        >>> left.summary()
+        'exit 0 in 0.70 s; 3 leftover processes killed'
         """
         if self.timed_out:
-            return f"timed out after {self.duration_s:.2f} s"
-        if self.killed_reason:
-            return f"killed ({self.killed_reason}) after {self.duration_s:.2f} s"
-        if self.returncode is not None and self.returncode < 0:
+            how = f"timed out after {self.duration_s:.2f} s"
+        elif self.killed_reason:
+            how = f"killed ({self.killed_reason}) after {self.duration_s:.2f} s"
+        elif self.returncode is not None and self.returncode < 0:
             name = signal.Signals(-self.returncode).name
-            return f"killed by {name} after {self.duration_s:.2f} s"
-        return f"exit {self.returncode} in {self.duration_s:.2f} s"
+            how = f"killed by {name} after {self.duration_s:.2f} s"
+        else:
+            how = f"exit {self.returncode} in {self.duration_s:.2f} s"
+        if self.leftover_killed:
+            n = self.leftover_killed
+            how += f"; {n} leftover process{'es' if n > 1 else ''} killed"
+        return how
 
 
 def _libc() -> ctypes.CDLL:
@@ -120,12 +159,12 @@ def _check(rc: int, what: str) -> None:
 
 @functools.cache
 def sandbox_capabilities() -> frozenset[str]:
-    """Which isolation layers this host allows: subset of {'netns', 'mountns', 'setuid'}.
+    """Which isolation layers this host allows: subset of {'netns', 'mountns', 'pidns', 'setuid'}.
 
     Probed once per process by forking a child that tries each one.
     """
     caps: set[str] = set()
-    probes = {"netns": _CLONE_NEWNET, "mountns": _CLONE_NEWNS}
+    probes = {"netns": _CLONE_NEWNET, "mountns": _CLONE_NEWNS, "pidns": _CLONE_NEWPID}
     for name, flag in probes.items():
         pid = os.fork()
         if pid == 0:  # child: try, report through the exit status, never return
@@ -190,14 +229,9 @@ def _setup_mounts(scratch: str, libc: ctypes.CDLL, tmpfs_mb: int) -> None:
         os.close(fd)
 
 
-def _preexec(
-    scratch: str,
-    limits: dict[int, int],
-    caps: frozenset[str],
-    uid: int | None,
-    tmpfs_mb: int,
-) -> None:
-    """Runs in the child between fork and exec: namespaces, limits, then drop privileges."""
+def _preexec(scratch: str, caps: frozenset[str], tmpfs_mb: int) -> None:
+    """Runs in the supervisor between fork and exec: the namespaces (limits and the uid are
+    applied by `sandbox_init` to the snippet's process only)."""
     libc = _libc()
     if "netns" in caps:
         _check(libc.unshare(_CLONE_NEWNET), "unshare(CLONE_NEWNET)")
@@ -208,48 +242,124 @@ def _preexec(
         os.chdir(SANDBOX_DIR)
     else:
         os.chdir(scratch)
-    for which, value in limits.items():
-        resource.setrlimit(which, (value, value))
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
+    if "pidns" in caps:  # the supervisor's children (init, and all it starts) live in it
+        _check(libc.unshare(_CLONE_NEWPID), "unshare(CLONE_NEWPID)")
 
 
 def live_processes_of(uid: int) -> list[int]:
     """Pids of processes running as `uid` that are not yet dead (zombies excluded)."""
-    pids: list[int] = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    return sandbox_init.members("uid", uid, set())
+
+
+def _reap_uid(uid: int) -> None:
+    """Kill every process that still runs as `uid` (a fork bomb cannot outrun it)."""
+    sandbox_init.kill_all("uid", uid, set())
+
+
+@functools.cache
+def _init_source() -> str:
+    return Path(sandbox_init.__file__).read_text(encoding="utf-8")
+
+
+def _read_report(fd: int, timeout_s: float = 2.0) -> dict[str, Any]:
+    """The JSON line `sandbox_init` wrote on `fd` ({} when it wrote none); closes `fd`."""
+    data = b""
+    try:
+        while select.select([fd], [], [], timeout_s)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        report = json.loads(data.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {}
+    return report if isinstance(report, dict) else {}
+
+
+class _Supervised:
+    """A process started under `sandbox_init` (supervisor -> init -> the program), and its report.
+
+    `die_with_thread`: arm the parent-death signal, which the kernel ties to the *thread* that
+    starts the process; only right when that thread waits for the run (`run_sandboxed`). The
+    supervisor also watches its parent, so a long-lived worker dies with kgqa either way.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        scratch: str,
+        limits: dict[int, int],
+        caps: frozenset[str],
+        uid: int | None,
+        tmpfs_mb: int,
+        die_with_thread: bool,
+        pipe_stdin: bool = False,
+        stderr: int = subprocess.PIPE,
+        text: bool = False,
+    ) -> None:
+        report_r, report_w = os.pipe()
+        config = {
+            "argv": list(argv),
+            "limits": sorted(limits.items()),
+            "uid": uid,
+            "report_fd": report_w,
+            "pidns": "pidns" in caps,
+            "own_proc": {"pidns", "mountns"} <= caps,
+            "parent": os.getpid(),
+            "pdeathsig": die_with_thread,
+            "grace_s": _LEFTOVER_GRACE_S,
+        }
+        box_dir = SANDBOX_DIR if "mountns" in caps else scratch
         try:
-            status = Path(entry.path, "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-            pids.append(int(entry.name))
-    return pids
+            self.process: subprocess.Popen[Any] = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _init_source(), json.dumps(config)],
+                stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=_env(box_dir),
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=(report_w,),
+                text=text,
+                preexec_fn=functools.partial(_preexec, scratch, caps, tmpfs_mb),
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            os.close(report_r)
+            raise SnippetError(f"could not start the sandbox ({argv[0]}): {exc}") from exc
+        finally:
+            os.close(report_w)
+        self._report_fd = report_r
+        self._report: dict[str, Any] | None = None
+        self.uid = uid
+        self.cleanup = "pidns" if "pidns" in caps else ("uid" if uid is not None else "session")
 
+    def stop(self) -> None:
+        """End the run now: init counts and kills what runs, and reports; SIGKILL if it hangs."""
+        if self.process.poll() is not None:
+            return  # already reaped: its pid may belong to someone else now
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.process.pid)  # init dies with the supervisor: so does its namespace
 
-def _reap_uid(uid: int, *, within_s: float = 5.0) -> None:
-    """Kill every process that still runs as `uid` (forked children that left the group)."""
-    deadline = time.monotonic() + within_s
-    while True:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setuid(uid)
-                for _ in range(100):  # a fork bomb may add processes while we sweep
-                    os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-        if not live_processes_of(uid) or time.monotonic() > deadline:
-            return
-        time.sleep(0.02)
+    def finish(self) -> dict[str, Any]:
+        """Wait for the end; init's report (`{}` if it could not report), with `leftover`
+        counting any process of the run's uid that was still found (then killed) afterwards.
+        Idempotent."""
+        if self._report is None:
+            self.process.wait()
+            report = _read_report(self._report_fd)
+            if self.uid is not None and (stray := live_processes_of(self.uid)):
+                _reap_uid(self.uid)
+                report["leftover"] = int(report.get("leftover") or 0) + len(stray)
+            self._report = report
+        return self._report
 
 
 class _CappedReader(threading.Thread):
@@ -331,7 +441,6 @@ def run_sandboxed(
         elif network == "audit-hook":
             network = "none"  # a native program cannot be held by a Python audit hook
         assert argv is not None
-        box_dir = SANDBOX_DIR if "mountns" in caps else scratch
         limits = {
             resource.RLIMIT_CPU: cpu_s if cpu_s is not None else max(1, int(timeout_s) + 1),
             resource.RLIMIT_AS: memory_mb * 1024 * 1024,
@@ -341,35 +450,32 @@ def run_sandboxed(
         }
         if uid_or_none is not None:  # RLIMIT_NPROC counts per uid: only meaningful for our own
             limits[resource.RLIMIT_NPROC] = nproc
-        isolation = [network] if network != "none" else []
-        isolation += ["mountns"] if "mountns" in caps else []
-        isolation += [f"uid {uid}"] if uid_or_none is not None else []
-        isolation += ["rlimits", "session", "clean env"]
-        return _run(
+        run = _Supervised(
             argv,
-            scratch,
-            box_dir,
-            limits,
-            caps,
-            uid_or_none,
-            fsize_mb,
-            timeout_s,
-            output_limit,
-            network,
-            isolation,
+            scratch=scratch,
+            limits=limits,
+            caps=caps,
+            uid=uid_or_none,
+            tmpfs_mb=max(fsize_mb, 16),
+            die_with_thread=True,  # this thread waits for the whole run
         )
+        return _run(run, argv, timeout_s, output_limit, network, _isolation(network, caps, uid))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _isolation(network: str, caps: frozenset[str], uid: int) -> list[str]:
+    """The layers a run gets, in `SandboxResult.isolation`'s words."""
+    layers = [network] if network != "none" else []
+    layers += ["mountns"] if "mountns" in caps else []
+    layers += ["pidns"] if "pidns" in caps else []
+    layers += [f"uid {uid}"] if "setuid" in caps else []
+    return [*layers, "no new privileges", "rlimits", "session", "clean env"]
+
+
 def _run(
+    run: _Supervised,
     argv: Sequence[str],
-    scratch: str,
-    box_dir: str,
-    limits: dict[int, int],
-    caps: frozenset[str],
-    uid: int | None,
-    fsize_mb: int,
     timeout_s: float,
     output_limit: int,
     network: str,
@@ -377,53 +483,54 @@ def _run(
 ) -> SandboxResult:
     overflow = threading.Event()
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(box_dir),
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=functools.partial(_preexec, scratch, limits, caps, uid, max(fsize_mb, 16)),
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SnippetError(f"could not start the sandbox ({argv[0]}): {exc}") from exc
+    proc = run.process
     assert proc.stdout is not None and proc.stderr is not None
     readers = [_CappedReader(s, output_limit, overflow) for s in (proc.stdout, proc.stderr)]
     for r in readers:
         r.start()
     killed_reason: str | None = None
     deadline = start + timeout_s
-    while proc.poll() is None:
-        if overflow.is_set():
-            killed_reason = "output limit"
-            break
-        if time.monotonic() >= deadline:
-            killed_reason = "timeout"
-            break
-        time.sleep(0.01)
+    try:
+        while proc.poll() is None:
+            if overflow.is_set():
+                killed_reason = "output limit"
+                break
+            if time.monotonic() >= deadline:
+                killed_reason = "timeout"
+                break
+            time.sleep(0.01)
+    except BaseException:  # Ctrl-C, or a stop signal turned into an exception: the run ends too
+        run.stop()
+        run.finish()
+        raise
     if killed_reason is not None:
-        _kill_group(proc.pid)
-    if uid is not None:
-        _reap_uid(uid)
-    proc.wait()
+        run.stop()
+    report = run.finish()
     duration = time.monotonic() - start
     for r in readers:
         r.join(timeout=2.0)
     proc.stdout.close()
     proc.stderr.close()
+    stderr = readers[1].data.decode("utf-8", "replace")
+    if report.get("exec_error"):
+        raise SnippetError(f"could not start the sandbox ({argv[0]}): {report['exec_error']}")
+    if not report and killed_reason is None:
+        raise SnippetError(
+            f"the sandbox's init failed (exit {proc.returncode}): {stderr.strip()[-500:]}"
+        )
+    status = report.get("status")
     return SandboxResult(
-        returncode=proc.returncode,
+        returncode=int(status) if status is not None else -signal.SIGKILL,
         stdout=readers[0].data.decode("utf-8", "replace"),
-        stderr=readers[1].data.decode("utf-8", "replace"),
+        stderr=stderr,
         timed_out=killed_reason == "timeout",
         output_truncated=any(r.truncated for r in readers),
         killed_reason=killed_reason,
         duration_s=round(duration, 3),
         network=network,
         isolation=isolation,
+        leftover_killed=int(report.get("leftover") or 0),
+        cleanup=str(report.get("cleanup") or run.cleanup),
     )
 
 
@@ -460,22 +567,23 @@ class SandboxedWorker:
         }
         if self._uid is not None:
             limits[resource.RLIMIT_NPROC] = nproc
-        box_dir = SANDBOX_DIR if "mountns" in caps else scratch
         try:
-            self._proc = subprocess.Popen(
+            self._run = _Supervised(
                 [sys.executable, "-I", "-c", script],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                scratch=scratch,
+                limits=limits,
+                caps=caps,
+                uid=self._uid,
+                tmpfs_mb=16,
+                die_with_thread=False,  # shared across threads: it watches kgqa's pid instead
+                pipe_stdin=True,
                 stderr=subprocess.DEVNULL,
-                env=_env(box_dir),
-                start_new_session=True,
-                close_fds=True,
                 text=True,
-                preexec_fn=functools.partial(_preexec, scratch, limits, caps, self._uid, 16),
             )
-        except (OSError, subprocess.SubprocessError) as exc:
+        except SnippetError as exc:
             shutil.rmtree(self._base, ignore_errors=True)
             raise SnippetError(f"could not start a sandboxed worker: {exc}") from exc
+        self._proc = self._run.process
         self._lock = threading.Lock()
 
     def request(self, line: str, *, timeout_s: float = 60.0) -> str:
@@ -504,11 +612,9 @@ class SandboxedWorker:
         return self._proc.poll() is None
 
     def close(self) -> None:
-        """Kill the worker and everything it started; remove its scratch directory."""
-        _kill_group(self._proc.pid)
-        if self._uid is not None:
-            _reap_uid(self._uid)
-        self._proc.wait()
+        """Kill the worker and everything it started; remove its scratch directory. Idempotent."""
+        self._run.stop()
+        self._run.finish()
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):

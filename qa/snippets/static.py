@@ -1,4 +1,6 @@
-"""Static facts about a Python snippet, read from its syntax tree without running or importing it.
+"""Static facts about a snippet, read without running or importing anything.
+
+Python, from its syntax tree:
 
 - `import_bindings`: which local name stands for which dotted module path
   (`dist` → `torch.distributed`);
@@ -6,7 +8,11 @@
 - `api_calls`: every call whose target resolves to an imported module, with its argument shape;
 - `undefined_names`: names read but never bound anywhere (the snippet needs context for them);
 - `network_needs`: calls that would download something (hub model ids, datasets, URLs);
-- `check_imports`: whether each imported module can be found here, and its installed version.
+- `check_imports`: whether each imported module can be found here, and its installed version;
+- `serving_calls`: calls that serve until stopped (`app.run()`, `demo.launch()`).
+
+Data and build files, by parsing them: `check_data` (JSON, YAML, TOML, Dockerfile) gives
+an outcome and a reason that carries the parser's own message when the file does not parse.
 """
 
 from __future__ import annotations
@@ -17,15 +23,22 @@ import functools
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
+import tomllib
+from difflib import get_close_matches
+from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from ingest.code_repair import DOCKERFILE_INSTRUCTIONS, dockerfile_lines
 
 __all__ = [
     "ApiCall",
     "ImportCheck",
     "api_calls",
+    "check_data",
     "check_imports",
     "implicit_imports",
     "import_bindings",
@@ -34,6 +47,7 @@ __all__ = [
     "module_found",
     "network_needs",
     "resolve_call",
+    "serving_calls",
     "undefined_names",
 ]
 
@@ -253,6 +267,34 @@ def network_needs(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
     return [reason for _, reason in sorted(needs)]
 
 
+_SERVE_FOREVER = {"serve_forever", "run_forever", "mainloop"}
+# a web-app package → the method of its app object that serves until stopped
+_APP_SERVE = {"flask": "run", "dash": "run", "gradio": "launch", "uvicorn": "run"}
+
+
+def serving_calls(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
+    """Calls that serve until stopped (a web app's run or launch, serve_forever), in order:
+    such a snippet is not run, it would never finish.
+
+    >>> code = "import gradio as gr\\ndemo = gr.Interface(f, 'text', 'text')\\ndemo.launch()"
+    >>> serving_calls(ast.parse(code), {"gr": "gradio"})
+    ['demo.launch() (line 3)']
+    """
+    packages = {path.split(".")[0] for path in bindings.values()}
+    calls: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        method = node.func.attr
+        serves = method in _SERVE_FOREVER or any(
+            method == _APP_SERVE[p] for p in packages if p in _APP_SERVE
+        )
+        if serves:
+            shown = _dotted(node.func) or method
+            calls.append((node.lineno, f"{shown}() (line {node.lineno})"))
+    return [call for _, call in sorted(calls)]
+
+
 @functools.cache
 def _distributions() -> dict[str, list[str]]:
     return dict(importlib.metadata.packages_distributions())
@@ -292,3 +334,149 @@ def check_imports(tree: ast.AST) -> list[ImportCheck]:
         ImportCheck(module=m, found=module_found(m), version=installed_version(m))
         for m in imported_modules(tree)
     ]
+
+
+# -- data and build files ------------------------------------------------------------------------
+DataOutcome = Literal["ok", "failed", "skipped"]
+
+
+def _shape(value: object) -> str:
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} key(s)"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item(s)"
+    return f"a single {type(value).__name__}"
+
+
+def _relaxed_json(text: str) -> str:
+    """JSON without what documentation adds to it: comments, `...` elisions, `<placeholders>`,
+    trailing commas.
+
+    >>> _relaxed_json('{"a": 1, // one\\n ..., "u": "http://x"}')
+    '{"a": 1, "u": "http://x"}'
+    """
+    out: list[str] = []
+    i, in_string = 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if ch == "\\":
+                out.append(text[i + 1 : i + 2])
+                i += 1
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            end = text.find("\n" if text[i + 1] == "/" else "*/", i + 2)
+            i = len(text) if end < 0 else end + (0 if text[i + 1] == "/" else 2)
+            continue
+        elif text.startswith("...", i) or ch == "…":
+            i += 3 if ch == "." else 1
+            continue
+        elif placeholder := re.match(r"<[^<>\n]+>", text[i:]):
+            out.append("null")  # <your-api-key>
+            i += placeholder.end()
+            continue
+        else:
+            out.append(ch)
+        i += 1
+    relaxed = re.sub(r",(\s*,)+", ",", "".join(out))
+    return re.sub(r",(\s*[}\]])", r"\1", relaxed)
+
+
+def _check_json(text: str) -> tuple[DataOutcome, str]:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    try:
+        return "ok", f"valid JSON ({_shape(json.loads(text))})"
+    except json.JSONDecodeError as exc:
+        error = exc
+    if len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines):
+        try:
+            return "ok", f"valid JSON Lines ({len([json.loads(ln) for ln in lines])} records)"
+        except json.JSONDecodeError:
+            pass
+    try:
+        json.loads(_relaxed_json(text))
+    except json.JSONDecodeError:
+        return "failed", f"invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+    return "skipped", (
+        "not strict JSON as written (comments, '...' elisions, <placeholders> or trailing "
+        "commas), well-formed without them: not checked further"
+    )
+
+
+def _check_yaml(text: str) -> tuple[DataOutcome, str]:
+    try:  # PyYAML is optional: it is not a dependency of kgqa
+        yaml = importlib.import_module("yaml")
+    except ImportError:
+        return "skipped", "not checked: no YAML parser here (PyYAML is not installed)"
+    try:  # composed, not constructed: the syntax is checked, tags such as !Ref need no meaning
+        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        if "{{" in text or "{%" in text:
+            return (
+                "skipped",
+                "a template ({{ }} placeholders), not YAML until rendered: not checked",
+            )
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return "failed", f"invalid YAML: {problem}{where}"
+    if len(documents) != 1:
+        return "ok", f"valid YAML ({len(documents)} documents)"
+    node = documents[0]
+    kind = {"MappingNode": "a mapping of {n} key(s)", "SequenceNode": "a list of {n} item(s)"}
+    shown = kind.get(type(node).__name__, "a single value").format(n=len(node.value))
+    return "ok", f"valid YAML ({shown})"
+
+
+def _check_toml(text: str) -> tuple[DataOutcome, str]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return "failed", f"invalid TOML: {exc}"
+    tables = [k for k, v in data.items() if isinstance(v, dict)]
+    return "ok", f"valid TOML ({len(tables)} table(s), {len(data) - len(tables)} top-level key(s))"
+
+
+def _check_dockerfile(text: str) -> tuple[DataOutcome, str]:
+    lines = dockerfile_lines(text)
+    if not lines:
+        return "skipped", "no Dockerfile instruction found"
+    known = sorted(DOCKERFILE_INSTRUCTIONS)
+    for number, line in lines:
+        word = line.split()[0]
+        if word.upper() not in DOCKERFILE_INSTRUCTIONS:
+            close = get_close_matches(word.upper(), known, n=1)
+            tip = f" (did you mean {close[0]}?)" if close else ""
+            return "failed", f"line {number}: unknown Dockerfile instruction {word!r}{tip}"
+    words = [line.split()[0].upper() for _, line in lines]
+    start = "" if "FROM" in words else "; a fragment (no FROM)"
+    return "ok", (
+        f"{len(lines)} Dockerfile instruction(s), all known{start}; the commands of RUN run inside "
+        "the image: not checked"
+    )
+
+
+def check_data(text: str, language: str) -> tuple[DataOutcome, str]:
+    """Parse a JSON, YAML, TOML or Dockerfile snippet: ('ok', what it holds), ('failed', the
+    parser's message), or ('skipped', why it could not be checked).
+
+    >>> check_data('{"model": "m", "n": 2}', "json")
+    ('ok', 'valid JSON (a mapping of 2 key(s))')
+    >>> check_data("[tool]\\nname = \\nx = 1", "toml")[1]
+    'invalid TOML: Invalid value (at line 2, column 8)'
+    >>> check_data("FROM python:3.11\\nRUNN pip install x", "dockerfile")[1]
+    "line 2: unknown Dockerfile instruction 'RUNN' (did you mean RUN?)"
+    """
+    checks = {
+        "json": _check_json,
+        "yaml": _check_yaml,
+        "toml": _check_toml,
+        "dockerfile": _check_dockerfile,
+    }
+    if language not in checks:
+        raise ValueError(f"not a data language: {language!r}")
+    return checks[language](text)

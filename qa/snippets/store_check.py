@@ -31,13 +31,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ingest.code_repair import transcript_input
 from kg.documents import Snippet, SnippetStatus, content_hash
 from kg.errors import SnippetError, StoreError
 from kg.store import Store
 from qa.schema import SnippetReport
-from qa.snippets.shell import split_commands
+from qa.snippets.shell import command_dependencies
 from qa.snippets.static import imported_modules, undefined_names
-from qa.snippets.validate import SnippetCheck, check_code, to_report
+from qa.snippets.validate import SnippetCheck, check_code, decisive_reason, to_report
 
 __all__ = [
     "CACHE_FORMAT",
@@ -56,8 +57,9 @@ __all__ = [
     "validate_store_snippets",
 ]
 
-CACHE_FORMAT = 1
-"""Version of the `snippet_results.json` layout; another version is ignored (re-validated)."""
+CACHE_FORMAT = 2
+"""Version of the `snippet_results.json` layout and of what a status means; another version is
+ignored (re-validated). 2: failures need evidence; builtins, data files and transcripts known."""
 
 _SUFFIX_LANGUAGE = {".py": "python", ".sh": "bash", ".bash": "bash", ".zsh": "bash"}
 _ABSENT = "absent"
@@ -194,11 +196,19 @@ def snippet_environment(check: SnippetCheck) -> dict[str, str]:
     (['pkg:pydantic', 'python'], True)
     """
     env = {"python": _python_state()}
-    if check.language == "bash":
-        for tokens in split_commands(check.code):
-            env[f"cmd:{tokens[0]}"] = _program_state(tokens[0])
+    code = check.code
+    if check.language in ("console", "pycon"):
+        code = transcript_input(code)[0]
+    if check.language in ("bash", "console"):
+        programs, modules = command_dependencies(code)
+        for program in programs:
+            env[f"cmd:{program}"] = _program_state(program)
+        for top in sorted({m.split(".")[0] for m in modules} - sys.stdlib_module_names):
+            env[f"pkg:{top}"] = _package_state(top)
         return env
-    for top in sorted(_tops(check.code) | _tops(check.program)):
+    if check.language == "yaml":  # checked with PyYAML where it is installed
+        env["pkg:yaml"] = _package_state("yaml")
+    for top in sorted(_tops(code) | _tops(check.program)):
         env[f"pkg:{top}"] = _package_state(top)
     return env
 
@@ -305,28 +315,6 @@ def _validate(snippet: Snippet, execute: bool) -> tuple[Snippet, CachedResult]:
         seconds=seconds,
     )
     return _apply(snippet, entry), entry
-
-
-def decisive_reason(detail: str) -> str:
-    """The line of a validation detail that decided the status.
-
-    The first failed level; else the run (or command) level; else the first skipped one.
-
-    >>> decisive_reason("parse: ok — compiles\\napis: failed — x\\nrun: skipped — not run")
-    'apis: failed — x'
-    >>> decisive_reason("language: info — json\\nparse: skipped — neither Python nor shell")
-    'parse: skipped — neither Python nor shell'
-    """
-    lines = [ln for ln in detail.splitlines() if ln.strip()]
-    for test in (
-        lambda ln: ": failed" in ln,
-        lambda ln: ln.startswith(("run:", "command:")),
-        lambda ln: ": skipped" in ln,
-    ):
-        hit = next((ln for ln in lines if test(ln)), None)
-        if hit is not None:
-            return hit
-    return lines[-1] if lines else ""
 
 
 def validate_store_snippets(

@@ -1,22 +1,42 @@
 """Validate a snippet level by level, and run it in the sandbox where that is safe and possible.
 
-Levels, each with an outcome and a reason: language, repair, parse, imports, apis, names, network,
-run (Python); command (shell). Status: `failed` if any level failed; `passed` if the snippet ran
-(or, for shell, every command exists and accepts its options); `skipped` otherwise, with the reason
-it could not be run (needs network, needs context, a module not installed here).
+Levels, each with an outcome and a reason:
+
+- Python: language, repair, parse, imports, names, apis, network, run;
+- a `>>>` session: transcript (the output lines are left out), then the Python levels;
+- shell: command; a `$ ` console transcript: transcript, then command on what was typed;
+- JSON, YAML, TOML, Dockerfile: syntax (parsed, never run);
+- output, plain text and other languages: check, always skipped with the reason.
+
+Status: `failed` only on evidence: a parse error, an API that does not exist or does not take
+an argument, a program that rejects an option, a run that does not finish in time, or a non-zero
+exit in the sandbox that neither what the sandbox lacks (a GPU, a file, the network, a module)
+nor a stand-in fixture explains. `passed` if the snippet ran, every command checked out, or the
+file parsed; `skipped` otherwise, with the reason (needs network, needs context, placeholders to
+fill in, serves until stopped, not installed here, not checked and why).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import re
 import time
 from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ingest.code_repair import detect_language, repair_indentation
+from ingest.code_repair import (
+    DATA_LANGUAGES,
+    compiles,
+    describe_output,
+    detect_language,
+    repair_indentation,
+    strip_magics,
+    transcript_input,
+)
 from kg.documents import Snippet, SnippetStatus, content_hash
 from kg.errors import SnippetError
 from qa.schema import SnippetReport
@@ -27,18 +47,22 @@ from qa.snippets.shell import check_command_line, split_commands
 from qa.snippets.static import (
     ImportCheck,
     api_calls,
+    check_data,
     check_imports,
     implicit_imports,
     import_bindings,
     module_found,
     network_needs,
+    serving_calls,
     undefined_names,
 )
 
 __all__ = [
+    "DECISIVE_LEVELS",
     "LevelOutcome",
     "SnippetCheck",
     "check_code",
+    "decisive_reason",
     "format_snippet_table",
     "to_report",
     "validate_code",
@@ -46,6 +70,8 @@ __all__ = [
 ]
 
 Outcome = Literal["ok", "failed", "skipped", "info"]
+DECISIVE_LEVELS = ("run", "command", "syntax")
+"""Levels whose `ok` makes a snippet pass: it ran, its commands checked out, or it parsed."""
 
 
 class LevelOutcome(BaseModel):
@@ -79,11 +105,12 @@ class SnippetCheck(BaseModel):
 
     @property
     def status(self) -> SnippetStatus:
-        """failed if a level failed; passed if it ran (or its commands check out); else skipped."""
+        """failed if a level failed; passed if it ran, its commands check out or it parsed (a
+        data file); else skipped."""
         outcomes = {lv.level: lv.outcome for lv in self.levels}
         if "failed" in outcomes.values():
             return SnippetStatus.FAILED
-        if outcomes.get("run") == "ok" or outcomes.get("command") == "ok":
+        if any(outcomes.get(level) == "ok" for level in DECISIVE_LEVELS):
             return SnippetStatus.PASSED
         return SnippetStatus.SKIPPED
 
@@ -120,49 +147,96 @@ def check_code(
     c = _Checker(check)
     said = f" (labelled {language!r})" if language and language != lang else ""
     c.add("language", "info", f"{lang}{said}")
-    if lang == "bash":
-        _check_shell(code, c)
-    elif lang == "python":
-        _check_python(code, c, execute, probe or shared_probe(), timeout_s, memory_mb)
+    if lang in ("bash", "console"):
+        _check_shell(code, c, transcript=lang == "console")
+    elif lang in ("python", "pycon"):
+        python = _typed(code, c, "a Python session", ">>> / ...") if lang == "pycon" else code
+        _check_python(python, c, execute, probe or shared_probe(), timeout_s, memory_mb)
+        if lang == "pycon":
+            check.code, check.repaired = code, False  # shown as the session it was
+    elif lang in DATA_LANGUAGES:
+        outcome, reason = check_data(code, lang)
+        c.add("syntax", outcome, reason)
     else:
-        c.add("parse", "skipped", "neither Python nor a shell command: not checked")
+        c.add("check", "skipped", _not_checked_reason(lang, code))
     return check
 
 
-def _check_shell(code: str, c: _Checker) -> None:
+def _not_checked_reason(lang: str, code: str) -> str:
+    """Why a block is not checked at all: it is output, text, or a language kgqa does not check.
+
+    >>> _not_checked_reason("output", "step  loss\\n1     0.52\\n2     0.47")
+    'not checked: a table of numbers (program output), not code'
+    >>> _not_checked_reason("rust", "fn main() {}")
+    'not checked: rust is not a language kgqa checks (Python, shell, JSON, YAML, TOML, Dockerfile)'
+    """
+    if lang == "output":
+        return f"not checked: {describe_output(code) or 'output'} (program output), not code"
+    if lang == "text":
+        return "not checked: plain text, not recognised as code or data"
+    return (
+        f"not checked: {lang} is not a language kgqa checks "
+        "(Python, shell, JSON, YAML, TOML, Dockerfile)"
+    )
+
+
+def _typed(code: str, c: _Checker, session: str, prompts: str) -> str:
+    """What was typed in a transcript (what is checked), saying how much output is left out."""
+    typed, left_out = transcript_input(code)
+    lines = sum(1 for ln in typed.splitlines() if ln.strip())
+    c.add(
+        "transcript",
+        "info",
+        f"{session}: {lines} line(s) typed after {prompts} prompts are checked, "
+        f"{left_out} output line(s) are not",
+    )
+    return typed
+
+
+def _check_shell(code: str, c: _Checker, *, transcript: bool) -> None:
+    if transcript:
+        code = _typed(code, c, "a console session", "$")
     commands = split_commands(code)
     if not commands:
-        c.add("command", "skipped", "no command found")
+        c.add("command", "skipped", "no command to check (only comments or variable assignments)")
         return
-    reasons: list[str] = []
-    outcome: Outcome = "ok"
-    for tokens in commands:
-        cc = check_command_line(tokens)
-        if not cc.found or cc.reason:
-            outcome = "failed" if cc.found else ("skipped" if outcome == "ok" else outcome)
-            reasons.append(cc.reason)
-        elif cc.unknown_options:
-            outcome = "failed"
-            reasons.append(f"{cc.program} does not accept {', '.join(cc.unknown_options)}")
-        else:
-            opts = f" accepts {', '.join(cc.options)}" if cc.options else " found"
-            reasons.append(f"{cc.program}{opts}")
-    c.add("command", outcome, "; ".join(reasons) + " (checked as a command, not run)")
+    checks = [check_command_line(tokens) for tokens in commands]
+    verdicts = {cc.verdict for cc in checks}
+    outcome: Outcome = "skipped"
+    if "failed" in verdicts:
+        outcome = "failed"
+    elif "ok" in verdicts and verdicts <= {"ok", "builtin"}:
+        outcome = "ok"
+    first = [cc.reason for cc in checks if cc.verdict == "failed"]
+    reasons = dict.fromkeys(first + [cc.reason for cc in checks if cc.verdict != "failed"])
+    said = " (nothing was run)" if outcome == "skipped" else " (checked as a command, not run)"
+    c.add("command", outcome, "; ".join(reasons) + said)
 
 
 def _check_python(
     code: str, c: _Checker, execute: bool, probe: SignatureProbe, timeout_s: float, memory_mb: int
 ) -> None:
+    magics: list[str] = []
+    if not compiles(code) and not repair_indentation(code).repaired:
+        unmagic, magics = strip_magics(code)
+        code = unmagic if magics else code
     repair = repair_indentation(code)
     c.check.code, c.check.repaired = repair.code, repair.repaired
-    c.add("repair", "info", repair.detail)
+    said = f"; IPython magics not checked: {', '.join(magics)}" if magics else ""
+    c.add("repair", "info", repair.detail + said)
+    top_level_await = False
     try:
         tree = ast.parse(repair.code)
-        compile(tree, "<snippet>", "exec", dont_inherit=True)
+        try:
+            compile(tree, "<snippet>", "exec", dont_inherit=True)
+        except SyntaxError:
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+            compile(tree, "<snippet>", "exec", flags=flags, dont_inherit=True)
+            top_level_await = True
     except SyntaxError as exc:
-        c.add("parse", "failed", f"SyntaxError: {exc.msg} (line {exc.lineno})")
+        c.add(*_unparsed(repair.code, exc))
         return
-    c.add("parse", "ok", "compiles")
+    c.add("parse", "ok", "compiles" + (" with top-level await" if top_level_await else ""))
     bindings = import_bindings(tree)
     imports = check_imports(tree)
     missing_mods = [i.module for i in imports if not i.found]
@@ -182,10 +256,43 @@ def _check_python(
         ("needs network: " + "; ".join(needs) + " — not run") if needs else "none needed",
     )
     blockers = _run_blockers(c.check.levels, missing_mods, completion, needs, execute)
+    serving = serving_calls(tree, bindings)
+    if serving:
+        blockers.append(f"serves until stopped: {', '.join(serving)}")
+    if magics:
+        blockers.append(f"IPython magics ({', '.join(magics)}) run only in IPython")
+    if top_level_await:
+        blockers.append("top-level await runs only in a notebook or the asyncio REPL")
     if blockers:
         c.add("run", "skipped", "not run: " + "; ".join(blockers))
         return
     _run(completion, c, timeout_s, memory_mb)
+
+
+def _parses(code: str) -> bool:
+    return compiles(code) or repair_indentation(code).repaired
+
+
+def _unparsed(code: str, error: SyntaxError) -> tuple[str, Outcome, str]:
+    """The parse level of code that does not compile: failed with the SyntaxError, unless it is
+    documentation that only looks like code (placeholders to fill in, a signature listing).
+
+    >>> _unparsed("f(<your-key>)", SyntaxError("invalid syntax"))[1:]
+    ('skipped', 'placeholders to fill in (<your-key>); it parses once they are')
+    >>> _unparsed('attend(q, k, causal=False):\\n"Attention."', SyntaxError("x"))[1]
+    'skipped'
+    """
+    filled = _PLACEHOLDER.sub("placeholder", code)
+    if filled != code and _parses(filled):
+        shown = ", ".join(dict.fromkeys(_PLACEHOLDER.findall(code)))
+        return "parse", "skipped", f"placeholders to fill in ({shown}); it parses once they are"
+    if re.match(r"\s*[A-Za-z_][\w.]*\(", code) and _parses("def " + code.lstrip()):
+        return (
+            "parse",
+            "skipped",
+            ("an API signature written without `def` (documentation, not code): not checked"),
+        )
+    return "parse", "failed", f"SyntaxError: {error.msg} (line {error.lineno})"
 
 
 def _imports_reason(imports: list[ImportCheck]) -> str:
@@ -271,6 +378,44 @@ def _run_blockers(
     return out
 
 
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][^<>\n]{0,60}>")
+# what a run needs that the sandbox does not give, by the last line of its error
+_NEEDS = (
+    (re.compile(r"CUDA|cuda|NVIDIA|NCCL|cudnn|cuDNN|no GPU|GPU"), "it needs a GPU"),
+    (re.compile(r"^(FileNotFoundError|IsADirectoryError)\b"), "it needs a file that is not here"),
+    (
+        re.compile(
+            r"^(\w+\.)*(ConnectionError|ConnectionRefusedError|ConnectionResetError|URLError|"
+            r"ConnectError|gaierror|MaxRetryError|LocalEntryNotFoundError|OfflineModeIsEnabled)\b|"
+            r"Name or service not known|Temporary failure in name resolution|Network is unreachable"
+        ),
+        "it needs the network, which the sandbox does not have",
+    ),
+    (re.compile(r"^ModuleNotFoundError\b"), "it needs a module that is not installed here"),
+    (re.compile(r"^MemoryError\b|Cannot allocate memory"), "it needs more memory than allowed"),
+)
+
+
+def _no_evidence(error: str, completion: Completion) -> str | None:
+    """Why a failed run says nothing against the snippet: it needs what is not here, or a
+    stand-in fixture (not the snippet's own object) failed; None when the failure is evidence.
+
+    >>> _no_evidence("AssertionError: Torch not compiled with CUDA enabled", Completion(program=""))
+    'it needs a GPU'
+    >>> _no_evidence("KeyError: 'missing'", Completion(program="")) is None
+    True
+    """
+    gpu_here = os.path.exists("/dev/nvidia0")
+    for pattern, need in _NEEDS:
+        if pattern.search(error) and not (gpu_here and need == "it needs a GPU"):
+            return need
+    stand_ins = [f for f in completion.fixtures if f.provides and f.name != "missing_import"]
+    if stand_ins and not error.startswith("ImportError"):
+        names = ", ".join(f"{n} ({f.name})" for f in stand_ins for n in f.provides)
+        return f"the run used stand-ins for {names}"
+    return None
+
+
 def _run(completion: Completion, c: _Checker, timeout_s: float, memory_mb: int) -> None:
     c.check.program = completion.program
     try:
@@ -290,7 +435,15 @@ def _run(completion: Completion, c: _Checker, timeout_s: float, memory_mb: int) 
         how += " with fixtures " + ", ".join(f.name for f in completion.fixtures)
     if not result.ok:
         tail = (result.stderr.strip().splitlines() or [""])[-1][:300]
-        c.add("run", "failed", f"{how}: {tail}" if tail else how)
+        said = f"{how}: {tail}" if tail else how
+        ended = not result.timed_out and result.killed_reason is None  # on its own
+        excuse = _no_evidence(tail, completion) if ended else None
+        if excuse:
+            c.add(
+                "run", "skipped", f"{said} — {excuse}, so this is no evidence against the snippet"
+            )
+            return
+        c.add("run", "failed", said)
         return
     for line in result.stdout.splitlines():
         if line.startswith(CHECK_MARKER):
@@ -346,6 +499,29 @@ def to_report(snippet: Snippet) -> SnippetReport:
     )
 
 
+def decisive_reason(detail: str) -> str:
+    """The line of a validation detail that decided the status.
+
+    The first failed level; else the level that passes a snippet (run, command, syntax); else
+    the first skipped one.
+
+    >>> decisive_reason("parse: ok — compiles\\napis: failed — x\\nrun: skipped — not run")
+    'apis: failed — x'
+    >>> decisive_reason("language: info — rust\\ncheck: skipped — not checked: rust is ...")
+    'check: skipped — not checked: rust is ...'
+    """
+    lines = [ln for ln in detail.splitlines() if ln.strip()]
+    for test in (
+        lambda ln: ": failed" in ln,
+        lambda ln: ln.startswith(tuple(f"{level}:" for level in DECISIVE_LEVELS)),
+        lambda ln: ": skipped" in ln,
+    ):
+        hit = next((ln for ln in lines if test(ln)), None)
+        if hit is not None:
+            return hit
+    return lines[-1] if lines else ""
+
+
 def format_snippet_table(snippets: Iterable[Snippet]) -> str:
     """A plain-text table: id, where, language, status, first reason that decided it.
 
@@ -357,12 +533,8 @@ def format_snippet_table(snippets: Iterable[Snippet]) -> str:
     """
     rows = [("id", "where", "lang", "status", "reason")]
     for s in snippets:
-        lines = s.detail.splitlines()
-        decisive = next((ln for ln in lines if ": failed" in ln), None) or (
-            next((ln for ln in lines if ln.startswith("run:") or ln.startswith("command:")), "")
-        )
         where = f"{s.doc}@{s.start}" if s.doc else "-"
-        rows.append((s.id, where, s.language, s.status.value, decisive))
+        rows.append((s.id, where, s.language, s.status.value, decisive_reason(s.detail)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join(
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows

@@ -6,7 +6,13 @@ import time
 
 import pytest
 
-from ingest.code_repair import detect_language, repair_indentation
+from ingest.code_repair import (
+    compiles,
+    detect_language,
+    repair_indentation,
+    strip_magics,
+    transcript_input,
+)
 
 FLAT_DDP = """import torch.distributed as dist
 def init(rank, world_size):
@@ -101,8 +107,63 @@ def test_thirty_lines_repair_under_50_ms() -> None:
         ("pip install -U peft", "python", "bash"),
         ("import os\nprint(os.getcwd())", None, "python"),
         (FLAT_DDP, "python", "python"),
-        ("name: demo\nsteps: 3", "yaml", "other"),
+        ("name: demo\nsteps: 3", "yaml", "yaml"),
     ],
 )
 def test_detect_language(code: str, label: str | None, expected: str) -> None:
     assert detect_language(code, label) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "label", "expected"),
+    [
+        # data files: by label, and without one where the text can only be that
+        ('{\n  "model": "m",\n  "stream": true\n}', "bash", "json"),
+        ('{"model": "m", // the name\n ...}', "json", "json"),
+        ('{"a": 1}\n{"a": 2}', None, "json"),
+        ('[project]\nname = "demo"\n\n[tool.x]\nfast = true', None, "toml"),
+        ('FROM python:3.11\nRUN pip install x\nCMD ["python"]', None, "dockerfile"),
+        ("RUN pip install x", "Dockerfile", "dockerfile"),
+        ("model:\n  name: m\n  layers: 2", None, "yaml"),
+        ("x: 1", "yml", "yaml"),
+        # transcripts: under any label
+        ("$ pip --version\npip 24.0 from /usr/lib", "bash", "console"),
+        ("(venv) user@box:~/app$ ls\nREADME.md", None, "console"),
+        (">>> 1 + 1\n2", "python", "pycon"),
+        (">>> import os\n>>> os.sep\n'/'", None, "pycon"),
+        ('def f():\n    """\n    >>> f()\n    1\n    """\n    return 1', "python", "python"),
+        # shell labels keep shell, unless the text is plainly Python or output
+        ("X='{\"a\": 1}'", "sh", "bash"),
+        ("cd build && make", "shell", "bash"),
+        ("import torch\nx = torch.ones(2)", "bash", "python"),
+        ("usage: tool [-h] {run,ls} ...\n\noptions:\n  -h, --help  show help", "bash", "output"),
+        # a Python label wins over detection where the text is not shell
+        ("def f(x):\n    return x +", "python", "python"),
+        ("async for x in stream():\n    print(x)", "python", "python"),
+        ("%timeit f(x)\ny = f(2)", "python", "python"),
+        # output, text, and languages kgqa does not check
+        ("step  loss   acc\n1     0.52   0.81\n2     0.47   0.84", None, "output"),
+        ("2024-05-01 10:00:01 INFO loading\n2024-05-01 10:00:09 INFO ready", "text", "output"),
+        ("Traceback (most recent call last):\n  File \"x.py\"\nKeyError: 'a'", None, "output"),
+        ("Some words that are neither code nor output.", None, "text"),
+        ("just a note", "text", "text"),
+        ("fn main() {}", "rust", "rust"),
+        ("irm https://x/install.ps1 | iex", "powershell", "powershell"),
+    ],
+)
+def test_detect_kinds(code: str, label: str | None, expected: str) -> None:
+    assert detect_language(code, label) == expected
+
+
+def test_transcript_input_keeps_what_was_typed() -> None:
+    console = "$ pip install -U \\\n    peft\nSuccessfully installed peft\n$ echo ok\nok"
+    assert transcript_input(console) == ("pip install -U \\\n    peft\necho ok\n", 2)
+    session = ">>> def f(x):\n...     return 2 * x\n...\n>>> f(2)\n4"
+    assert transcript_input(session) == ("def f(x):\n    return 2 * x\n\nf(2)\n", 1)
+
+
+def test_top_level_await_and_magics_are_python() -> None:
+    assert compiles("result = await client.get()")
+    unmagic, magics = strip_magics("x = 1\n!pip install jax\n%timeit -n3 f(x)")
+    assert magics == ["!pip", "%timeit"]
+    assert compiles(unmagic)

@@ -489,9 +489,9 @@ def test_deleting_a_document_removes_only_what_it_alone_supported(
     assert runs_on is not None and {ev.doc for ev in runs_on.evidence} == {"serving-guide.md"}
     assert graph.find("For general serving") is None
     assert "framework:pytorch" in graph
-    # the graph equals a fresh merge of the remaining documents
-    store = Store.open(built.store)
-    fresh, _ = merge_extractions([r.extraction for r in store.records()], lexicon)
+    # the graph equals a fresh ingest of the remaining documents
+    _ingest(built.corpus, tmp_path / "fresh", embedder, lexicon)
+    fresh = Store.open(tmp_path / "fresh").graph()
     assert fresh.to_node_link(with_node_evidence=True) == graph.to_node_link(
         with_node_evidence=True
     )

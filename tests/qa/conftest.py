@@ -33,17 +33,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # -- real servers ------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def llamacpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    """llama.cpp serving the 0.5B model on a free port, shared by the whole session (skips
-    locally, fails on CI, without llama.cpp or the model: `tests/needs.py`)."""
+def llamacpp_gguf() -> Path:
+    """The embedded model's GGUF, for llama.cpp (skips locally, fails on CI, without llama.cpp or
+    the model: `tests/needs.py`). Tests that start their own servers take this."""
     if importlib.util.find_spec("llama_cpp") is None:
         skip_or_fail(
             "llamacpp", "llama.cpp not installed: pip install 'llama-cpp-python[server]==0.3.36'"
         )
     try:
-        gguf = prepare_model(DEFAULT_MODEL, MODELS_DIR)
+        return prepare_model(DEFAULT_MODEL, MODELS_DIR)
     except LLMError as exc:
         skip_or_fail("llamacpp", f"model not available: {exc}")
+
+
+@pytest.fixture(scope="session")
+def llamacpp_server(
+    llamacpp_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerHandle]:
+    """llama.cpp serving the 0.5B model on a free port, shared by the whole session."""
+    gguf = llamacpp_gguf
     logs = tmp_path_factory.mktemp("llamacpp-logs")
     with serve(
         "llamacpp",

@@ -35,13 +35,13 @@ from kg.schema import Evidence
 from qa.api import Assistant
 from qa.schema import (
     Answer,
-    Citation,
-    EvidenceBundle,
+    AnswerDraft,
+    DraftPoint,
+    DraftRecommendation,
     FallbackKind,
     LLMAnswerer,
     PathEdge,
     Question,
-    Recommendation,
 )
 
 INJECTIONS = [
@@ -191,31 +191,29 @@ class TimingOutLLM(LLMAnswerer):
 
     name = "timeout"
 
-    def stream(
-        self, question: Question, bundle: EvidenceBundle, draft: Answer
-    ) -> Iterator[str | Answer]:
+    def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
         yield "Py"
         raise LLMTimeout("no answer within 30 s")
 
 
-class CitingLLM(LLMAnswerer):
-    """Streams deltas, then an answer citing the draft's paths plus `extra` citations."""
+class DraftingLLM(LLMAnswerer):
+    """Streams deltas, then the graph's draft with its prose, `extra` facts and `recommend`."""
 
     name = "fake"
 
-    def __init__(self, extra: list[Citation], recommend: list[Recommendation] | None = None):
+    def __init__(
+        self, extra: list[DraftPoint], recommend: list[DraftRecommendation] | None = None
+    ) -> None:
         self.extra = extra
         self.recommend = recommend
 
-    def stream(
-        self, question: Question, bundle: EvidenceBundle, draft: Answer
-    ) -> Iterator[str | Answer]:
+    def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
         yield "PyTorch"
         yield "，因为……"
         yield draft.model_copy(
             update={
-                "answer": "PyTorch，因为……",
-                "citations": [*draft.citations, *self.extra],
+                "prose": "PyTorch，因为……",
+                "facts": [*draft.facts, *self.extra],
                 "recommendations": self.recommend or draft.recommendations,
                 "backend": "llm:fake",
             }
@@ -223,19 +221,22 @@ class CitingLLM(LLMAnswerer):
 
 
 QUESTION = "我想复现一篇顶会论文的代码，应该选哪个深度学习框架？"
-BOGUS = Citation(
-    path=[
-        PathEdge(
-            source="scenario:学深度学习-复现论文-做研究",
-            relation="RECOMMENDED_FOR",
-            target="framework:mxnet",
-            evidence=[
-                Evidence(
-                    doc="framework-and-tool-selection.txt", quote="MXNet 最适合复现", start=0, end=9
-                )
-            ],
-        )
-    ]
+FORGED_EDGE = PathEdge(
+    source="scenario:学深度学习-复现论文-做研究",
+    relation="RECOMMENDED_FOR",
+    target="framework:mxnet",
+    evidence=[
+        Evidence(doc="framework-and-tool-selection.txt", quote="MXNet 最适合复现", start=0, end=9)
+    ],
+)
+#: a point whose quote is not the document's text at its span, citing an edge the graph lacks
+BOGUS = DraftPoint(
+    doc="framework-and-tool-selection.txt",
+    start=0,
+    end=9,
+    quote="MXNet 最适合复现",
+    text="MXNet 最适合复现",
+    edges=[FORGED_EDGE],
 )
 
 
@@ -262,45 +263,53 @@ def test_an_llm_timeout_falls_back_to_the_graph_answer_with_a_note(
     assert _comparable(unchanged) == _comparable(graph_answer)
 
 
-def test_a_bogus_llm_citation_is_dropped_and_counted(
+def test_a_bogus_llm_point_is_dropped_before_the_text_is_written(
     assistant: Assistant,  # noqa: F811
     assert_grounded: Callable[[Answer], None],
 ) -> None:
-    events = _events(assistant, CitingLLM([BOGUS]))
+    events = _events(assistant, DraftingLLM([BOGUS]))
     assert [(k, t) for k, t, _a in events[1:3]] == [("delta", "PyTorch"), ("delta", "，因为……")]
     final = events[-1][2]
     assert events[-1][0] == "final" and final is not None
     assert final.backend == "llm:fake"
-    assert BOGUS not in final.citations and final.citations
-    assert "1 citation(s) failed verification and were dropped" in final.notes
+    assert final.answer.startswith("PyTorch，因为……")
+    assert "MXNet 最适合复现" not in final.answer and "MXNet" not in final.answer
+    assert all(c.path != [FORGED_EDGE] for c in final.citations) and final.citations
+    assert any("dropped before rendering" in n for n in final.notes)
     assert_grounded(final)
 
 
-def test_an_llm_recommendation_without_a_verified_path_is_removed(
+def test_an_llm_recommendation_without_a_verified_point_is_removed(
     assistant: Assistant,  # noqa: F811
 ) -> None:
-    mxnet = Recommendation(id="framework:mxnet", name="MXNet", reason="the LLM said so")
-    pytorch = Recommendation(id="framework:pytorch", name="PyTorch")
-    final = _events(assistant, CitingLLM([BOGUS], [mxnet, pytorch]))[-1][2]
+    graph_draft = assistant.graph_draft(assistant.understand(QUESTION))
+    mxnet = DraftRecommendation(id="framework:mxnet", name="MXNet", points=[BOGUS])
+    final = _events(assistant, DraftingLLM([], [mxnet, *graph_draft.recommendations]))[-1][2]
     assert final is not None
-    assert [r.name for r in final.recommendations] == ["PyTorch"]
-    assert "1 unsupported recommendation(s) removed" in final.notes
+    assert [r.id for r in final.recommendations] == [r.id for r in graph_draft.recommendations]
+    assert "MXNet" not in final.answer
 
 
-def test_an_llm_answer_left_with_no_valid_citation_is_replaced_by_the_graph_answer(
+def test_an_llm_answer_left_with_no_valid_point_is_replaced_by_the_graph_answer(
     assistant: Assistant,  # noqa: F811,
     assert_grounded: Callable[[Answer], None],
 ) -> None:
-    class OnlyBogus(CitingLLM):
-        def stream(
-            self, question: Question, bundle: EvidenceBundle, draft: Answer
-        ) -> Iterator[str | Answer]:
-            yield draft.model_copy(update={"citations": [BOGUS], "backend": "llm:fake"})
+    class OnlyBogus(DraftingLLM):
+        def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
+            yield draft.model_copy(
+                update={
+                    "recommendations": [],
+                    "facts": [BOGUS],
+                    "caveats": [],
+                    "prose": "MXNet.",
+                    "backend": "llm:fake",
+                }
+            )
 
     final = _events(assistant, OnlyBogus([]))[-1][2]
     assert final is not None and final.backend == "graph"
     assert final.fallback is not None and final.fallback.kind is FallbackKind.LLM_UNVERIFIED
-    assert "kept no verifiable citation" in final.notes[-1]
+    assert "kept no verifiable evidence" in final.notes[-1]
     assert_grounded(final)
 
 

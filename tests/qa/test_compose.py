@@ -1,6 +1,6 @@
-"""The graph composer on a tiny hand-made graph, with hand-built evidence bundles (no store):
-ordering, NOT_RECOMMENDED penalties, source conflicts (and version-qualified non-conflicts),
-abstention, and that everything it cites verifies."""
+"""What the graph's recommendation structures say (`GraphComposer.situational`), on a tiny
+hand-made graph with hand-built evidence bundles (no store): ordering, NOT_RECOMMENDED penalties,
+source conflicts (and version-qualified non-conflicts), and that every path it gives verifies."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, Evidence, NodeType, Relation, RelationType
 from qa.compose import GraphComposer, find_conflicts
+from qa.render import render_draft
 from qa.retrieve import path_from_relations
-from qa.schema import EvidenceBundle, FallbackKind, Language, Question, QuestionKind
+from qa.schema import AnswerDraft, EvidenceBundle, GraphPath, Question
 from qa.understand import QuestionReader
 from qa.verify import CitationVerifier
 
@@ -122,12 +123,22 @@ def _bundle(
     )
 
 
-def _all_citations_verify(graph: KnowledgeGraph, answer: object) -> None:
-    from qa.schema import Answer
+def _all_paths_verify(graph: KnowledgeGraph, paths: list[GraphPath]) -> None:
+    verifier = CitationVerifier(graph, DOCS)
+    assert paths
+    assert [verifier.edge_problem(e) for p in paths for e in p.edges] == [None] * sum(
+        len(p.edges) for p in paths
+    )
 
-    assert isinstance(answer, Answer)
-    _kept, result = CitationVerifier(graph, DOCS).verify(answer)
-    assert (result.checked, result.dropped) == (len(answer.citations), 0)
+
+def _picks(
+    composer: GraphComposer, graph: KnowledgeGraph, text: str, situations: dict[str, float]
+) -> list[str]:
+    question = _read(graph, text)
+    ranked, _facts, _conflicts = composer.situational(
+        question, _bundle(graph, question, situations)
+    )
+    return [node for node, _paths in ranked]
 
 
 # -- recommendations -----------------------------------------------------------------------------
@@ -135,31 +146,31 @@ def test_recommendations_follow_the_sources_order(
     graph: KnowledgeGraph, composer: GraphComposer
 ) -> None:
     question = _read(graph, "做研究用什么框架？")
-    answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0}))
-    assert not answer.abstained
-    assert [r.id for r in answer.recommendations] == [PYTORCH, JAX, TF]
-    assert answer.answer.startswith("**推荐：PyTorch**")
-    cited = {(e.source, e.relation, e.target) for c in answer.citations for e in c.path}
-    for rec in answer.recommendations:
-        assert (RESEARCH, "RECOMMENDED_FOR", rec.id) in cited
-        assert "做研究 → PyTorch > JAX > TensorFlow" in rec.reason
-    _all_citations_verify(graph, answer)
+    ranked, _facts, conflicts = composer.situational(
+        question, _bundle(graph, question, {RESEARCH: 1.0})
+    )
+    assert [node for node, _paths in ranked] == [PYTORCH, JAX, TF]
+    for node, paths in ranked:
+        first = paths[0].edges[0]
+        assert (first.source, first.relation, first.target) == (RESEARCH, "RECOMMENDED_FOR", node)
+        assert first.evidence[0].quote == "做研究 → PyTorch > JAX > TensorFlow"
+        _all_paths_verify(graph, paths)
+    assert conflicts == []  # nothing disagrees about what it names
 
 
-def test_english_questions_get_english_answers(
+def test_english_questions_read_the_same_structures(
     graph: KnowledgeGraph, composer: GraphComposer
 ) -> None:
-    question = _read(graph, "Which framework should I use for research?")
-    answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0}))
-    assert answer.answer.startswith("**Recommendation: PyTorch**")
+    picks = _picks(composer, graph, "Which framework should I use for research?", {RESEARCH: 1.0})
+    assert picks[0] == PYTORCH
 
 
 def test_not_recommended_penalises(graph: KnowledgeGraph, composer: GraphComposer) -> None:
-    question = _read(graph, "已有 TensorFlow 团队，做研究用什么框架？")
-    answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0, TF_TEAM: 1.0}))
-    assert JAX not in [r.id for r in answer.recommendations]
-    assert answer.recommendations[0].id == PYTORCH
+    text = "已有 TensorFlow 团队，做研究用什么框架？"
+    picks = _picks(composer, graph, text, {RESEARCH: 1.0, TF_TEAM: 1.0})
+    assert JAX not in picks and picks[0] == PYTORCH
     # the weaker the situation match, the weaker the penalty: half a match still removes JAX
+    question = _read(graph, text)
     weak = composer.candidates(question, _bundle(graph, question, {RESEARCH: 1.0, TF_TEAM: 0.5}))
     plain = composer.candidates(question, _bundle(graph, question, {RESEARCH: 1.0}))
     assert JAX in plain and JAX not in weak
@@ -168,9 +179,8 @@ def test_not_recommended_penalises(graph: KnowledgeGraph, composer: GraphCompose
 def test_comparing_two_named_things_answers_with_one_of_them(
     graph: KnowledgeGraph, composer: GraphComposer
 ) -> None:
-    question = _read(graph, "做研究，JAX 和 TensorFlow 哪个更好？")
-    answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0}))
-    assert [r.id for r in answer.recommendations] == [JAX, TF]
+    picks = _picks(composer, graph, "做研究，JAX 和 TensorFlow 哪个更好？", {RESEARCH: 1.0})
+    assert picks == [JAX, TF]
 
 
 # -- conflicts -----------------------------------------------------------------------------------
@@ -200,61 +210,26 @@ def test_one_document_saying_two_things_is_not_a_conflict_between_sources() -> N
     assert find_conflicts(graph) == []
 
 
-def test_the_answer_reports_the_conflict_with_both_quotes(
+def test_a_question_about_the_disputed_thing_gets_the_conflict_rendered_with_both_quotes(
     graph: KnowledgeGraph, composer: GraphComposer
 ) -> None:
     question = _read(graph, "TensorFlow 默认是静态图还是 eager？")
-    answer = composer.compose(question, _bundle(graph, question, {}))
-    assert not answer.abstained
-    assert len(answer.conflicts) == 1
+    _ranked, _facts, conflicts = composer.situational(question, _bundle(graph, question, {}))
+    assert len(conflicts) == 1
+    draft = AnswerDraft(question=question.text, language=question.language, conflicts=conflicts)
+    answer = render_draft(draft, graph)
     assert "资料之间有分歧" in answer.answer
     for quote in ("| TensorFlow | 默认静态图 |", "TensorFlow 2.x 默认 eager 执行。"):
         assert quote in answer.conflicts[0].summary
         assert any(ev.quote == quote for c in answer.citations for e in c.path for ev in e.evidence)
-    _all_citations_verify(graph, answer)
+    _all_paths_verify(graph, [GraphPath(edges=c.path) for c in answer.citations])
 
 
 def test_conflicts_are_not_reported_on_unrelated_questions(
     graph: KnowledgeGraph, composer: GraphComposer
 ) -> None:
     question = _read(graph, "做研究用什么框架？")
-    answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0}))
-    assert answer.conflicts == []
-
-
-# -- abstention ----------------------------------------------------------------------------------
-def test_abstains_when_nothing_matches(graph: KnowledgeGraph, composer: GraphComposer) -> None:
-    question = _read(graph, "量子计算机该买哪一台？")
-    answer = composer.compose(question, _bundle(graph, question, {}))
-    assert answer.abstained
-    assert (answer.recommendations, answer.citations) == ([], [])
-    assert answer.answer.startswith("资料未涵盖这个问题")
-
-
-def test_abstains_on_things_the_sources_never_name(
-    graph: KnowledgeGraph, composer: GraphComposer
-) -> None:
-    question = _read(graph, "Should I learn MXNet or Caffe instead of PyTorch?")
-    assert question.unknown_entities == ["Caffe", "MXNet"]
-    answer = composer.compose(question, _bundle(graph, question, {}))
-    assert answer.abstained
-    assert answer.answer.startswith("The sources don't cover this")
-    assert "Caffe" in answer.answer and "MXNet" in answer.answer
-    assert answer.recommendations == []
-
-
-def test_abstains_on_prices_the_sources_do_not_give(
-    graph: KnowledgeGraph, composer: GraphComposer
-) -> None:
-    question = _read(graph, "做研究用的 PyTorch 云服务器每小时多少钱？")
-    answer = composer.compose(question, _bundle(graph, question, {RESEARCH: 1.0}))
-    assert answer.abstained
-    assert answer.fallback is not None and answer.fallback.kind is FallbackKind.NOT_COVERED
-    assert answer.fallback.detail == "the sources give no prices"
-
-
-def test_a_chinese_abstention_is_in_chinese(graph: KnowledgeGraph, composer: GraphComposer) -> None:
-    question = _read(graph, "量子计算机该买哪一台？")
-    assert question.language == Language.ZH and question.kind == QuestionKind.CHOOSE
-    answer = composer.compose(question, _bundle(graph, question, {}))
-    assert not any(word in answer.answer for word in ("entity", "situation", "sources"))
+    _ranked, _facts, conflicts = composer.situational(
+        question, _bundle(graph, question, {RESEARCH: 1.0})
+    )
+    assert conflicts == []

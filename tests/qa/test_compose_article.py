@@ -46,8 +46,8 @@ def test_a_line_wrapped_mid_sentence_still_yields_its_recommendation(
 def test_the_answer_shows_the_route_from_what_the_user_has(assistant: Assistant) -> None:
     answer = assistant.ask("我用 PyTorch 训练了语音模型，要在 Intel CPU 上部署，选哪个推理引擎？")
     assert answer.recommendations and answer.recommendations[0].name == "OpenVINO"
-    route_lines = [line for line in answer.answer.splitlines() if line.startswith("- PyTorch —")]
-    assert route_lines and "→ ONNX —" in route_lines[0] and "→ OpenVINO:" in route_lines[0]
+    # the route is shown as one path beside its quote, and cited as one two-edge path
+    assert "PyTorch —导出为→ ONNX —搭配→ OpenVINO" in answer.answer
     routes = [c for c in answer.citations if len(c.path) == 2]
     assert [(e.source, e.target) for e in routes[0].path] == [
         ("framework:pytorch", "format:onnx"),

@@ -69,12 +69,18 @@ def test_a_choose_question_keeps_the_hardware_signal(assistant: Assistant) -> No
     assert names[:2] and set(names[:2]) <= {"TensorRT", "ONNX Runtime"}, names
 
 
-def test_what_the_named_thing_leads_to_is_still_recommended(assistant: Assistant) -> None:
-    # no choice cue, but PyTorch -> ONNX -> TensorRT ties the GPU engine to what is named
+def test_what_the_named_thing_leads_to_is_recommended_with_its_path(assistant: Assistant) -> None:
+    # PyTorch -> ONNX -> TensorRT leads from what is named: the pick is on that path, cited whole
     answer = assistant.ask(
         "I trained my model in PyTorch and serve it on GPUs. What deployment path should I take?"
     )
-    assert [r.name for r in answer.recommendations] == ["TensorRT"]
+    route = [("framework:pytorch", "format:onnx"), ("format:onnx", "inference-engine:tensorrt")]
+    assert any([(e.source, e.target) for e in c.path] == route for c in answer.citations)
+    assert answer.recommendations and answer.recommendations[0].id in {
+        "format:onnx",
+        "inference-engine:tensorrt",
+    }
+    assert "PyTorch —exports to→ ONNX —is used with→ TensorRT" in answer.answer
 
 
 @pytest.mark.parametrize(

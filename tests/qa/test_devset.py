@@ -26,11 +26,10 @@ from qa.eval.records import GoldQuestion
 from qa.eval.score import QuestionScore, Scorer, summarize
 from qa.schema import Answer
 
-#: Measured with `Assistant.open(store, dense=False)` (as `kgqa eval --no-dense`): 0.916 (109 of
-#: 119), before and after the restructuring of issue 12; the floor is that minus 3 points. Wrong at
-#: 0.916: zh-choose-14, en-choose-05, -08, en-compare-01, zh-fact-05, en-fact-07, zh-multihop-03,
-#: -05, en-multihop-02, -05.
-ACCURACY_FLOOR = 0.886
+#: Measured with `Assistant.open(store, dense=False)` (as `kgqa eval --no-dense`): 0.882 (105 of
+#: 119) after issue 13 rewrote extraction and answering for documents in general (0.916 before,
+#: when the extractor and the composer knew these two articles); the floor is that minus 3 points.
+ACCURACY_FLOOR = 0.852
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +69,10 @@ def test_every_citation_verifies_against_the_export_and_the_documents(
 def test_recommendations_are_backed_by_their_citations(answers: dict[str, Answer]) -> None:
     for qid, answer in answers.items():
         cited = {n for c in answer.citations for e in c.path for n in (e.source, e.target)}
-        unsupported = [r.id for r in answer.recommendations if r.id not in cited]
-        assert unsupported == [], qid
+        # a recommended value (an option the question names that no entity is) is checked
+        # against the cited quotes by `grounding_problems`
+        entities = [r.id for r in answer.recommendations if not r.id.startswith("value:")]
+        assert [r for r in entities if r not in cited] == [], qid
 
 
 def test_every_unanswerable_question_is_declined(

@@ -6,7 +6,19 @@ import pytest
 
 from kg.graph import KnowledgeGraph
 from kg.schema import Entity, Evidence, NodeType, Relation, RelationType
-from qa.schema import Answer, Citation, PathEdge, Recommendation
+from qa.render import render_draft
+from qa.schema import (
+    AbstainReason,
+    Answer,
+    AnswerDraft,
+    Citation,
+    DraftPoint,
+    DraftRecommendation,
+    FallbackKind,
+    Language,
+    PathEdge,
+    Recommendation,
+)
 from qa.verify import CitationVerifier, quote_in_document
 
 DOC_ID = "guide.md"
@@ -159,3 +171,111 @@ def test_a_recommendation_left_without_a_supporting_citation_is_removed(
     assert result.dropped == 1
     assert [r.id for r in verified.recommendations] == [PYTORCH]
     assert "2 unsupported recommendation(s) removed" in verified.notes
+
+
+# -- drafts: verified before they are rendered ----------------------------------------------------
+def _point(quote: str, *edges: PathEdge, start: int | None = None) -> DraftPoint:
+    at = DOC.index(quote) if start is None else start
+    return DraftPoint(
+        doc=DOC_ID, start=at, end=at + len(quote), quote=quote, text=quote, edges=list(edges)
+    )
+
+
+def _draft(**parts: object) -> AnswerDraft:
+    return AnswerDraft(question="复现论文用什么框架？", language=Language.ZH, **parts)  # type: ignore[arg-type]
+
+
+def test_a_claim_whose_citation_fails_verification_is_not_in_the_text(
+    verifier: CitationVerifier,
+) -> None:
+    forged = _edge(JAX, RelationType.EXPORTS_TO, ONNX, "PyTorch 模型可以导出为 ONNX。")
+    draft = _draft(
+        recommendations=[
+            DraftRecommendation(
+                id=PYTORCH, name="PyTorch", points=[_point("复现论文 → PyTorch", REPRO_EDGE)]
+            )
+        ],
+        facts=[
+            _point("JAX 依赖 XLA 编译。"),
+            # a quote the document does not have at that span: the whole point goes
+            DraftPoint(
+                doc=DOC_ID,
+                start=0,
+                end=9,
+                quote="JAX 比 PyTorch 快十倍",
+                text="JAX 比 PyTorch 快十倍",
+            ),
+            # a real quote cited for an edge the graph does not have: the edge goes, the quote stays
+            _point("PyTorch 模型可以导出为 ONNX。", forged),
+        ],
+    )
+    verified, result = verifier.verify_draft(draft)
+    answer = render_draft(verified, verifier.graph)
+    assert "JAX 比 PyTorch 快十倍" not in answer.answer
+    assert "JAX —导出为→ ONNX" not in answer.answer
+    assert all(c.path != [forged] for c in answer.citations)
+    # what verified is all there: the pick, its quote and path, the other facts
+    assert answer.recommendations[0].id == PYTORCH
+    for shown in [
+        "复现论文 → PyTorch",
+        "复现论文 —推荐→ PyTorch",
+        "JAX 依赖 XLA 编译。",
+        "导出为 ONNX",
+    ]:
+        assert shown in answer.answer
+    assert result.dropped == 2  # the point that is not verbatim, the forged edge
+    assert any("dropped before rendering" in note for note in answer.notes)
+
+
+def test_a_recommendation_left_without_a_point_is_not_recommended(
+    verifier: CitationVerifier,
+) -> None:
+    bad = DraftPoint(
+        doc=DOC_ID, start=0, end=4, quote="JAX 最好", text="JAX 最好", edges=[TPU_EDGE]
+    )
+    draft = _draft(
+        recommendations=[
+            DraftRecommendation(id=JAX, name="JAX", points=[bad]),
+            DraftRecommendation(
+                id=PYTORCH, name="PyTorch", points=[_point("复现论文 → PyTorch", REPRO_EDGE)]
+            ),
+        ]
+    )
+    answer = render_draft(verifier.verify_draft(draft)[0], verifier.graph)
+    assert [r.id for r in answer.recommendations] == [PYTORCH]
+    assert "JAX" not in answer.answer
+
+
+@pytest.mark.parametrize(
+    ("prose", "kept"),
+    [
+        ("推荐 PyTorch，复现论文最常用。", True),
+        ("推荐 PyTorch，它比别的快 3 倍。", False),  # a number no kept point states
+        ("推荐 PyTorch，导出到 ONNX 后很快。", False),  # a thing no kept point names
+    ],
+)
+def test_a_model_sentence_stands_only_on_what_the_kept_points_say(
+    verifier: CitationVerifier, prose: str, kept: bool
+) -> None:
+    draft = _draft(
+        recommendations=[
+            DraftRecommendation(
+                id=PYTORCH, name="PyTorch", points=[_point("复现论文 → PyTorch", REPRO_EDGE)]
+            )
+        ],
+        prose=prose,
+    )
+    verified, _result = verifier.verify_draft(draft)
+    answer = render_draft(verified, verifier.graph)
+    assert answer.answer.startswith(prose) is kept
+    assert (prose in answer.answer) is kept
+    assert any("sentence was left out" in n for n in answer.notes) is not kept
+
+
+def test_a_declining_draft_renders_as_not_covered(verifier: CitationVerifier) -> None:
+    draft = _draft(abstain=AbstainReason.NO_EVIDENCE, abstain_detail="nothing retrieved answers it")
+    answer = render_draft(verifier.verify_draft(draft)[0], verifier.graph)
+    assert answer.abstained and not answer.citations and not answer.recommendations
+    assert answer.fallback is not None and answer.fallback.kind == FallbackKind.NOT_COVERED
+    assert "检索到的内容回答不了这个问题" in answer.answer  # said in the question's language
+    assert answer.fallback.detail == "nothing retrieved answers it"

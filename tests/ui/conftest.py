@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from needs import missing_modules, skip_or_fail
+from processes import die_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -59,11 +60,18 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def start_ui(store: Path, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`kgqa ui` in a subprocess; returns it and its URL once the page answers."""
+    """`kgqa ui` in a subprocess; returns it and its URL once the page answers. It dies with the
+    test process, however that ends (a killed test run leaves no server behind)."""
     port = free_port()
     command = [sys.executable, "-m", "qa.cli", "ui", "--store", str(store), "--port", str(port)]
     with log.open("wb") as out:
-        proc = subprocess.Popen([*command, *extra], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*command, *extra],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+        )
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

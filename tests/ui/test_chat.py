@@ -10,21 +10,19 @@ from pathlib import Path
 import pytest
 
 from qa.api import Assistant
-from qa.schema import Answer, EvidenceBundle, LLMAnswerer, Question
+from qa.schema import AnswerDraft, LLMAnswerer, Question
 from ui.app import chat_turn, explore
 from ui.session import ChatState, resolve_question
 
 
 class ScriptedLLM(LLMAnswerer):
-    """Streams three deltas, then the draft with its text replaced."""
+    """Streams three deltas, then the graph's draft with its sentence on top."""
 
     name = "scripted"
 
-    def stream(
-        self, question: Question, bundle: EvidenceBundle, draft: Answer
-    ) -> Iterator[str | Answer]:
+    def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
         yield from ("LLM ", "says ", "PyTorch.")
-        yield draft.model_copy(update={"answer": "LLM final: PyTorch.", "backend": "llm:scripted"})
+        yield draft.model_copy(update={"prose": "LLM final: PyTorch.", "backend": "llm:scripted"})
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +62,9 @@ def test_llm_text_streams_after_the_graph_answer(store_dir: Path) -> None:
     graph_step = next(c for c in contents if len(c) == 3 and "正在补充" in c[2])
     assert "推荐" in graph_step[1]  # the grounded answer is there before any LLM text
     assert any(c[-1].endswith("LLM says ") for c in contents)
-    assert contents[-1][-1].endswith("LLM final: PyTorch.")
+    final = contents[-1][-1]
+    assert "LLM final: PyTorch." in final and "推荐" in final  # the sentence, then the evidence
+    assert final.index("LLM final: PyTorch.") < final.index("推荐")
     assert "llm:scripted" in steps[-1][1]
     assert assistant.status().backend == "llm:scripted"
 

@@ -73,6 +73,8 @@ def _build_store(root: Path, corpus: Path) -> Store:
     lexical = LexicalIndex()
     lexical.build([], [])
     writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
+    writer.put_json("units.json", [])
+    writer.put_json("units_lexical.json", lexical.to_state().model_dump(mode="json"))
     return writer.commit()
 
 

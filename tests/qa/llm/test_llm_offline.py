@@ -101,7 +101,7 @@ def test_offline_batch_is_schema_constrained(
     out: dict[str, Any] = json.loads(lines[-1].removeprefix("RESULT "))
     constrained, free, plain = out["batch"]
     answer = json.loads(constrained["content"])
-    assert list(answer) == ["recommendations", "citations", "answer"]
+    assert list(answer) == ["decline", "recommendations", "citations", "answer"]
     assert all(name in ALLOWED for name in answer["recommendations"])
     assert all(c in PATHS for c in answer["citations"])
     assert "TensorFlow" in free["content"]  # control: unconstrained, it takes the bait

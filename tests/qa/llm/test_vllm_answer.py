@@ -13,6 +13,7 @@ from qa.config import LLMKind, LLMSettings
 from qa.llm.answerer import ChatAnswerer, make_llm
 from qa.llm.client import ChatModel
 from qa.llm.serve import ServerHandle
+from qa.render import render_draft
 
 pytestmark = pytest.mark.vllm
 
@@ -25,43 +26,40 @@ def _answerer(server: ServerHandle, graph_assistant: Assistant) -> ChatAnswerer:
         base_url=server.base_url, model=server.model, kind=LLMKind.AUTO, timeout_s=900,
         max_tokens=384,
     )  # fmt: skip
-    llm = make_llm(server.base_url, graph_assistant.graph, graph_assistant.tokenizer, settings)
+    llm = make_llm(server.base_url, graph_assistant.graph, settings)
     assert llm is not None
     assert isinstance(llm.chat, ChatModel)
     assert llm.chat.server_kind() is LLMKind.VLLM  # told apart by GET /v1/models
     return llm
 
 
-def test_vllm_answer_cites_only_what_retrieval_produced(
+def test_vllm_answer_uses_only_the_graph_drafts_evidence(
     vllm_server: ServerHandle,
     assistant: Assistant,  # noqa: F811
 ) -> None:
     llm = _answerer(vllm_server, assistant)
     parsed = assistant.understand(QUESTIONS[1])
-    draft, bundle = assistant.graph_answer(parsed)
-    assert bundle.paths  # the corpus answers it: the test would be empty otherwise
-    plan = llm.plan(parsed, bundle, draft)
+    draft = assistant.graph_draft(parsed)
+    assert draft.points()  # the corpus answers it: the test would be empty otherwise
+    plan = llm.plan(parsed, draft)
     reply = llm.chat.chat(plan.messages, schema=plan.schema_, max_tokens=llm.max_tokens)
     data = reply.parse_json()  # vLLM's structured output: valid JSON, ids from the enums
     props = plan.schema_["properties"]
+    assert isinstance(data["decline"], bool)
     assert set(data["recommendations"]) <= set(props["recommendations"]["items"]["enum"])
     assert set(data["citations"]) <= set(props["citations"]["items"]["enum"])
     try:
-        answer = llm.build(parsed, data, plan, draft)
+        built = llm.build(parsed, data, plan, draft)
     except LLMBadResponse as err:  # a 0.5B model may echo the question: refused, never shown
         assert "echoed the question" in str(err), err
         return
-    assert answer.backend == f"llm:{vllm_server.model}"
-    assert answer.answer.strip()
-    retrieved = [p.edges for p in bundle.paths] + [c.path for c in draft.citations]
-    triples = {(e.source, e.relation, e.target) for edges in retrieved for e in edges}
-    for citation in answer.citations:  # only what retrieval (or the graph draft) produced
-        assert {(e.source, e.relation, e.target) for e in citation.path} <= triples
-    on_paths = {n for edges in retrieved for e in edges for n in (e.source, e.target)}
-    assert {r.id for r in answer.recommendations} <= on_paths | {
-        r.id for r in draft.recommendations
-    }
-    _verified, result = assistant.verifier.verify(answer)
+    assert built.backend == f"llm:{vllm_server.model}"
+    shown = {(p.doc, p.start) for p in draft.points()}
+    assert {(p.doc, p.start) for p in built.points()} <= shown
+    assert {r.id for r in built.recommendations} <= set(plan.names.values())
+    verified, _result = assistant.verifier.verify_draft(built)
+    answer = render_draft(verified, assistant.graph)
+    _kept, result = assistant.verifier.verify(answer)
     assert result.dropped == 0, result.reasons
 
 
@@ -79,4 +77,4 @@ def test_vllm_answer_streams_through_the_assistant(
         assert kinds.count("delta") > 1  # the prose really streamed
         assert all(c.path for c in final.citations)
     else:  # the graph answer stands, with the reason
-        assert any("showing the graph answer" in n for n in final.notes), final.notes
+        assert final.fallback is not None and final.fallback.kind.is_llm, final.notes

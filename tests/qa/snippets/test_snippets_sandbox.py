@@ -6,10 +6,13 @@ works afterwards (`host_ok`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -27,13 +30,28 @@ from qa.snippets.sandbox import (
     sandbox_capabilities,
 )
 
-ROOTLESS = "setuid" not in sandbox_capabilities()
-NO_FS_ISOLATION = not {"setuid", "mountns"} <= sandbox_capabilities()
+REPO = Path(__file__).resolve().parents[3]
+CAPS = sandbox_capabilities()
+
+
+def _lacking(wanted: set[str], what: str) -> str | None:
+    """Why the sandbox layers `wanted` are missing here (None: they are all available)."""
+    return f"{what} (run as root)" if not wanted <= CAPS else None
+
+
+needs_uid = needs("namespaces", _lacking({"setuid"}, "a dedicated uid per run"))
 needs_fs_isolation = needs(
     "namespaces",
-    "file and /proc containment needs a dedicated uid and a mount namespace (run as root)"
-    if NO_FS_ISOLATION
-    else None,
+    _lacking(
+        {"setuid", "mountns"},
+        "file and /proc containment needs a dedicated uid and a mount namespace",
+    ),
+)
+needs_pidns = needs(
+    "namespaces",
+    _lacking(
+        {"setuid", "mountns", "pidns"}, "a PID namespace, a mount namespace and a dedicated uid"
+    ),
 )
 
 
@@ -159,7 +177,7 @@ def test_cannot_write_outside_scratch(tmp_path: Path) -> None:
     host_ok(result)
 
 
-@pytest.mark.skipif(ROOTLESS, reason="RLIMIT_NPROC needs a dedicated uid (run as root)")
+@needs_uid  # RLIMIT_NPROC counts per uid
 def test_fork_bomb_is_contained_and_reaped() -> None:
     code = """
 import os
@@ -228,7 +246,7 @@ except OSError as exc:
     host_ok(result)
 
 
-@pytest.mark.skipif(ROOTLESS, reason="only a dedicated uid stops the signal (run as root)")
+@needs_uid  # only a dedicated uid stops the signal
 def test_killing_the_parent_fails() -> None:
     code = """
 import os, signal
@@ -255,3 +273,198 @@ with open("fill.bin", "wb") as f:
     assert result.returncode == -signal.SIGXFSZ or "File too large" in result.stderr
     assert not result.timed_out
     host_ok(result)
+
+
+# -- nothing a snippet starts outlives the run ---------------------------------------------------
+def processes_of_uids(uids: range) -> list[str]:
+    """Every process (zombies too) whose real uid is in `uids`, as 'pid state name'."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) in uids:
+            found.append(f"{entry.name} {fields['State'].strip()} {fields['Name'].strip()}")
+    return found
+
+
+LEFTOVERS = {
+    "fork": (
+        """
+import os, time
+for _ in range(3):
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+print("main done")
+""",
+        3,
+    ),
+    "double fork + setsid": (
+        """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.chdir("/")
+        time.sleep(60)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+print("main done")
+""",
+        1,
+    ),
+    "child ignores SIGTERM": (
+        """
+import os, signal, time
+if os.fork() == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.setpgid(0, 0)
+    while True:
+        time.sleep(1)
+print("main done")
+""",
+        1,
+    ),
+}
+
+
+@needs_pidns
+@pytest.mark.parametrize("case", list(LEFTOVERS))
+def test_what_a_snippet_leaves_running_is_killed_and_fails_the_run(case: str) -> None:
+    code, n = LEFTOVERS[case]
+    start = time.monotonic()
+    result = run_sandboxed(code, timeout_s=20)
+    assert time.monotonic() - start < 5
+    assert "main done" in result.stdout and result.returncode == 0
+    assert result.leftover_killed == n and result.cleanup == "pidns"
+    assert not result.ok
+    assert result.summary().endswith(f"; {n} leftover process{'es' if n > 1 else ''} killed")
+    uid = _uid(result)
+    assert uid is not None and processes_of_uids(range(uid, uid + 1)) == []  # zombies too
+    host_ok(result)
+
+
+@needs_pidns
+def test_a_child_sleeping_past_the_timeout_dies_with_the_run() -> None:
+    code = """
+import os, time
+if os.fork() == 0:
+    time.sleep(600)
+    os._exit(0)
+print("started", flush=True)
+time.sleep(600)
+"""
+    start = time.monotonic()
+    result = run_sandboxed(code, timeout_s=2)
+    assert time.monotonic() - start < 5
+    assert result.timed_out and "started" in result.stdout
+    assert result.leftover_killed == 1
+    assert result.summary().endswith("; 1 leftover process killed")
+    uid = _uid(result)
+    assert uid is not None and processes_of_uids(range(uid, uid + 1)) == []
+    host_ok(result)
+
+
+@needs_pidns
+def test_a_well_behaved_snippet_that_waits_for_its_children_passes() -> None:
+    code = """
+import multiprocessing as mp
+def square(x):
+    return x * x
+if __name__ == "__main__":
+    with mp.get_context("spawn").Pool(2) as pool:
+        print(sum(pool.map(square, range(10))))
+"""
+    result = run_sandboxed(code, timeout_s=60)
+    assert result.ok, result.stderr
+    assert result.stdout.strip() == "285" and result.leftover_killed == 0
+    host_ok(result)
+
+
+@needs_pidns
+def test_the_snippet_sees_only_its_own_processes() -> None:
+    code = """
+import os
+print(os.getpid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+print(open("/proc/1/cmdline", "rb").read().split(b"\\0")[0].decode())
+"""
+    result = run_sandboxed(code, timeout_s=10)
+    first, second = result.stdout.splitlines()
+    assert first == "2 [1, 2]"  # init is 1, the snippet 2, and no host process is visible
+    assert "python" in second
+    assert "pidns" in result.isolation
+    host_ok(result)
+
+
+@needs_uid
+def test_without_a_pid_namespace_the_runs_uid_is_swept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "sandbox_capabilities", lambda: CAPS - {"pidns"})
+    code, n = LEFTOVERS["double fork + setsid"]
+    result = run_sandboxed(code, timeout_s=20)
+    assert "pidns" not in result.isolation
+    assert result.cleanup == "uid" and result.leftover_killed == n and not result.ok
+    uid = _uid(result)
+    assert uid is not None and live_processes_of(uid) == []
+    monkeypatch.undo()
+    host_ok(result)
+
+
+def test_with_neither_only_the_session_is_swept_and_the_result_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sandbox, "sandbox_capabilities", lambda: CAPS - {"pidns", "setuid"})
+    code = """
+import os, time
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    print(pid, flush=True)
+"""
+    result = run_sandboxed(code, timeout_s=20)
+    assert result.cleanup == "session" and result.leftover_killed == 2 and not result.ok
+    for pid in map(int, result.stdout.split()):  # host pids: no PID namespace here
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    monkeypatch.undo()
+    host_ok(result)
+
+
+def _kgqa_check(path: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "qa.cli", "snippets", "check", str(path), "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # a failed snippet: exit 1
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+@needs_pidns
+@pytest.mark.parametrize("case", list(LEFTOVERS))
+def test_kgqa_snippets_check_leaves_no_process_behind(case: str, tmp_path: Path) -> None:
+    code, n = LEFTOVERS[case]
+    snippet = tmp_path / "leaves.py"
+    snippet.write_text(code)
+    result = _kgqa_check(snippet)
+    assert result["status"] == "failed"
+    reason = str(result["reason"])
+    assert reason.startswith("run: failed — exit 0 in ")
+    assert f"; {n} leftover process{'es' if n > 1 else ''} killed in the sandbox" in reason
+    m = re.search(r"uid (\d+)", reason)
+    assert m is not None
+    uid = int(m.group(1))
+    block = uid - (uid - sandbox._UID_BASE) % 1000  # every uid that kgqa process could use
+    assert processes_of_uids(range(block, block + 1000)) == []
+    host_ok()

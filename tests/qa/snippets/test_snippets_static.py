@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
+import sys
 from collections.abc import Iterator
 
 import pytest
 from needs import missing_modules, needs
 
+from qa.snippets import shell
 from qa.snippets.probe import SignatureProbe
+from qa.snippets.sandbox import SandboxResult
 from qa.snippets.shell import check_command_line, split_commands
 from qa.snippets.static import (
     ApiCall,
@@ -115,16 +119,144 @@ def test_split_commands() -> None:
     ]
 
 
+def test_split_commands_reads_shell_structure() -> None:
+    code = (
+        "docker run -it \\\n  --rm img 2>&1 > log.txt\n"  # a continued line, redirections
+        "curl -d '{\n  \"a\": 1\n}' http://x | python3 -c 'import sys'\n"  # a quote over lines
+        "cat <<EOF > conf.ini\n--not-a-command\nEOF\n"  # a heredoc body
+        "if [ -f x ]; then echo yes; fi\n"  # keywords
+        "setup() { make -j4; }\n"  # a function definition
+        "(cd build && make) &\n"  # a subshell, in the background
+        "export PATH=$(dirname $(which python)):$PATH\n"  # command substitutions
+    )
+    assert split_commands(code) == [
+        ["docker", "run", "-it", "--rm", "img"],
+        ["curl", "-d", '{\n  "a": 1\n}', "http://x"],
+        ["python3", "-c", "import sys"],
+        ["cat"],
+        ["[", "-f", "x", "]"],
+        ["echo", "yes"],
+        ["make", "-j4"],
+        ["cd", "build"],
+        ["make"],
+        ["export", "PATH=__substitution__:$PATH"],
+    ]
+
+
 def test_command_options_checked_against_help() -> None:
     ok = check_command_line(["ls", "-l", "--all"])
     assert ok.ok, ok
     bad = check_command_line(["ls", "--no-such-option-kgqa"])
     assert bad.found and bad.unknown_options == ["--no-such-option-kgqa"]
+    assert bad.verdict == "failed"
+    assert "`ls --no-such-option-kgqa --help` says: ls: unrecognized option" in bad.reason
     missing = check_command_line(["no-such-program-kgqa", "--x"])
     assert not missing.found and "not installed" in missing.reason
+    assert missing.verdict == "not checked"
 
 
-def test_non_code_is_skipped() -> None:
+@pytest.mark.parametrize(
+    ("tokens", "verdict", "said"),
+    [
+        (["cd", "build"], "builtin", "cd is a shell builtin: not checked"),
+        (["source", ".venv/bin/activate"], "builtin", "source is a shell builtin: not checked"),
+        (["no-such-tool-kgqa", "run"], "not checked", "no-such-tool-kgqa is not installed here"),
+        (["./install.sh", "--local"], "not checked", "./install.sh is a file of the project"),
+        (["$LAUNCHER", "--fast"], "not checked", "the program is a variable"),
+        (
+            ["python3", "-m", "no_such_pkg_kgqa.serve", "--model-path", "m"],
+            "not checked",
+            "the module no_such_pkg_kgqa.serve is not installed here: its arguments are not",
+        ),
+        (
+            ["python3", "-m", "json.tool", "--sort-keys", "a.json"],
+            "not checked",
+            "--sort-keys go to the module json.tool: not checked",
+        ),
+        (
+            ["python3", "train.py", "--epochs", "3"],
+            "not checked",
+            "--epochs go to the script train.py: not checked",
+        ),
+        (["python3", "-u", "-m", "json.tool", "a.json"], "ok", "python3 accepts -u, -m"),
+        (
+            ["python3", "-c", "print(1"],
+            "failed",
+            "python3 -c: the code does not parse: SyntaxError: '(' was never closed",
+        ),
+        (["sudo", "-E", "ls", "-l"], "ok", "ls accepts -l"),
+    ],
+)
+def test_commands_that_cannot_be_checked_say_why(
+    tokens: list[str], verdict: str, said: str
+) -> None:
+    check = check_command_line(tokens)
+    assert check.verdict == verdict, check
+    assert said in check.reason
+
+
+def test_subcommand_options_and_letter_clusters_read_the_right_help() -> None:
+    git = check_command_line(["git", "clone", "--recursive", "-q", "https://x/y"])
+    assert git.ok and git.reason == "git clone accepts --recursive, -q"
+    pip = check_command_line(["pip", "install", "-U", "-r", "r.txt", "--no-build-isolation"])
+    assert pip.ok, pip.reason
+    curl = check_command_line(["curl", "--proto", "=https", "--tlsv1.2", "-sSfL", "https://x"])
+    assert curl.ok, curl.reason  # from `curl --help all`: `curl --help` lists a few options
+    assert check_command_line(["make", "-j8"]).ok  # a short option with its value attached
+
+
+def test_options_no_help_can_vouch_for_are_not_checked() -> None:
+    shell = check_command_line(["sh", "-s", "--", "-y"])  # dash has no --help at all
+    assert shell.verdict == "not checked"
+    assert "`sh --help` lists no options" in shell.reason
+    # after a URL, an option is not put to curl alone, and curl's help may not list it
+    curl = check_command_line(["curl", "https://x", "--no-such-option-kgqa"])
+    assert curl.verdict == "not checked"
+    assert curl.reason == (
+        "curl: --no-such-option-kgqa not in its --help and after 'https://x', which may take it: "
+        "not checked"
+    )
+
+
+@pytest.fixture
+def fresh_help_caches() -> Iterator[None]:
+    shell._read_help.cache_clear()
+    shell._rejection.cache_clear()
+    yield
+    shell._read_help.cache_clear()
+    shell._rejection.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_help_caches")
+def test_an_option_missing_from_a_help_that_may_be_partial_is_not_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No program here both lists only some of its options and takes an unknown one without a
+    # word: a fake sandbox plays one (`ls` is only the name found on the PATH).
+    def sandbox(argv: list[str], **_: object) -> SandboxResult:
+        return SandboxResult(
+            returncode=0, stdout="Usage: ls [OPTION]\n  -a   all\n", network="none"
+        )
+
+    monkeypatch.setattr(shell, "run_sandboxed", sandbox)
+    check = check_command_line(["ls", "-a", "--colour"])
+    assert check.verdict == "not checked"
+    assert check.reason == (
+        "ls: --colour not in its --help, which may not list every option: not checked"
+    )
+
+
+def test_a_rust_cli_rejecting_an_option_is_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ruff comes with the test tools (kgqa[dev]), next to this interpreter
+    bin_dir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    check = check_command_line(["ruff", "check", "--no-such-option-kgqa", "src"])
+    assert check.verdict == "failed"
+    assert "error: unexpected argument '--no-such-option-kgqa' found" in check.reason
+
+
+def test_yaml_is_parsed() -> None:  # PyYAML comes with llama-index-core, a dependency
     check = check_code("name: demo\nsteps: 3", "yaml")
-    assert check.language == "other"
-    assert check.status.value == "skipped"
+    assert check.language == "yaml"
+    assert check.status.value == "passed"
+    assert check.detail.splitlines()[-1] == "syntax: ok — valid YAML (a mapping of 2 key(s))"

@@ -1,0 +1,600 @@
+"""Find the things a document names: its subject, and the tools, models and hardware it lists.
+
+Names come from where documentation puts them, not from a list of known projects:
+
+- the document's **subject** — the project a README or docs page is about — from its title, its
+  first headings, its "X is a … for …" definition, its file or folder name, and how often the name
+  recurs; typed from the definition sentence ("a minimalist ML **framework**");
+- **list leads** (`- **NNCF** - model optimization …`, `- [Optimum Intel](…) - …`), the first
+  column and the header of tables, short headings, and `Long Name (ABBR)` / `名称（Alias）` pairs;
+- **name-shaped tokens** anywhere: `CamelCase`, letters with digits (`FlashAttention-2`,
+  `RTX 4090`), dotted names (`llama.cpp`, `Paddle.js`).
+
+`looks_like_entity` is the one predicate every discovered name must pass: no pronouns, sentence
+fragments, numbers, dates, sizes, versions, markup or placeholders.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kg.documents import Document, EvidenceUnit, UnitKind
+from kg.lexicon import Lexicon, surface_pattern
+from kg.schema import NodeType, normalize_name
+
+__all__ = [
+    "README_WORDS",
+    "Discovered",
+    "DocumentSubject",
+    "common_word",
+    "discover_names",
+    "document_subject",
+    "looks_like_entity",
+    "type_from_description",
+]
+
+#: Words that head README sections and feature labels: a phrase made only of them is no name.
+README_WORDS = frozenset(
+    """
+    about acknowledgement acknowledgements advanced api apis app architecture backend backends
+    benchmark benchmarks blog build building changelog changes citation cite citing community
+    compatibility complete configuration contact contents contributing contribution
+    contributors core default deploy deployment description design details developer
+    developers development docs documentation download downloads ecosystem example examples
+    export faq feature features further getting guide guides hardware help highlights home how
+    index inference install installation integration integrations introduction issues key
+    latest learn license licence links main model models more new news note notes overview
+    performance platform platforms prerequisites project projects quick quickstart reference
+    references related release releases requirements resources roadmap run running sample
+    samples search security setup software source sponsors start started status support
+    supported system table team testing tests toc tools training troubleshooting tutorial
+    tutorials update updates usage use using version versions what why with your the a an and
+    or of for to in on by from our we you it this that these those is are be can ai ml llm
+    llms gpu gpus cpu cpus ui cli sdk os agents agent fast lean classic general simple easy
+    full default
+    """.split()  # noqa: SIM905 - a word list reads best as words
+)
+_FUNCTION_START = re.compile(
+    r"^(?:the|a|an|we|our|you|your|it|its|this|that|these|those|they|their|he|she|i|my|me|us|"
+    r"how|what|why|when|where|which|who|if|then|so|but|and|or|also|just|only|please|note|"
+    r"here|there|all|any|some|each|every|no|not|more|most|many|much|such|very|see|check|"
+    r"click|use|using|run|install|get|try|read|learn|join|follow|make|let|lets|new|as|for|to|"
+    r"in|on|at|by|with|from|adding|deploying|building|citing|getting|running|installing|"
+    r"choosing|training|them|him|her|yours|ours|theirs|mine|itself|themselves|someone|"
+    r"something|everything|nothing)\b",
+    re.I,
+)
+_MONTHS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_NOT_A_NAME = re.compile(
+    r"^[\d\s.,:;%×+\-–/()~≈<>=]+[xX]?$"  # numbers, ranges, versions, "2x"
+    r"|^v?\d+(?:\.\d+)+\w*$"  # v0.1.0
+    r"|^\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes?|[kmb]|bn|bpw|bits?|gb/s|tok/s|t/s|ms|s|h|min|%)$"
+    rf"|^(?:{_MONTHS})\b[\s\d,]*$|^\d{{4}}[-/.]\d{{1,2}}(?:[-/.]\d{{1,2}})?$|^\d{{4}}$"
+    r"|^\d+\s*(?:年|月|日|倍|卡|个|张)"
+    r"|^[KMGTP]i?B$|^(?:float|int|uint|fp|bf)\d+$",
+    re.I,
+)
+_MARKUP = re.compile(
+    r"[\[\]{}<>*`|\\]|(?<![A-Za-z])#|https?:|www\.|\.(?:md|png|svg|jpg|gif|html|py|txt|json|ya?ml)\b|^[+\-=~:]",
+    re.I,
+)
+_CONJUNCTION = re.compile(
+    r"\s(?:and|or|with|without|for|of|vs\.?|&)\s|\s(?:a|an|the|from|to|into|by|in|on|your|our)\s|"
+    r"[和与及或]|/",
+)
+_PLACEHOLDER = re.compile(
+    r"^(?=[A-Z0-9_]*[A-Z]{3})[A-Z0-9]+(?:_[A-Z0-9]+)+$|(?i:^(?:xxx+|todo|fixme|tbd|foo|bar|baz|"
+    r"example|placeholder|your[\w-]*)$)|^v\d{1,2}$|(?i:^\d+[-\s]?(?:bits?|bpw|b|x|k|m|gb|mb)$)|"
+    r"^[a-z]\.[a-z]\.?$",
+)
+_SENTENCE_PUNCT = re.compile(r"[,;!?，。；！？、]|[.:](?=\s)|\s[-–—]\s")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_LATIN_TOKEN = re.compile(r"[A-Za-z][\w.+\-]*")
+#: A token shaped like a name: inner capitals, letters with digits, or a dotted identifier.
+NAME_TOKEN = re.compile(
+    r"(?<![\w.\-/])"
+    r"(?:[A-Za-z]+[a-z][A-Z][\w\-]*|[A-Z]{2,}[a-z]+[\w\-]*"  # PyTorch, ExLlamaV2, MLPerf, vLLM
+    r"|[A-Za-z][a-z]*[A-Za-z]-?\d+(?:\.\d+)?[A-Za-z]*"  # FlashAttention-2, Qwen3, Llama2
+    r"|[a-z][a-z0-9]+\.(?:cpp|js|py|rs|jl|net)"  # llama.cpp, Paddle.js
+    r"|[A-Z][a-z]+\.js)"
+    r"(?![\w\-])"
+)
+_ACRONYM_PAIR = re.compile(
+    r"(?P<long>[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){1,6})\s*[（(]\s*(?P<short>[A-Z][A-Za-z0-9\-]{1,12})\s*[）)]"
+)
+_ALIAS_PAIR = re.compile(
+    r"(?P<a>[A-Za-z][\w.\-]*(?:\s[A-Z][\w.\-]*){0,3}|[\u4e00-\u9fff]{2,8})\s*[（(]\s*"
+    r"(?P<b>[A-Za-z][\w.\-]*(?:\s[A-Z][\w.\-]*){0,3}|[\u4e00-\u9fff]{2,8})\s*[）)]"
+)
+_DEFINITION = re.compile(
+    r"^(?P<name>[A-Za-z][\w.+\-]{0,39}(?:\s[A-Z][\w.+\-]{0,29}){0,3}?|[\u4e00-\u9fff]{2,8})"
+    r"\s*(?:[（(](?P<alias>[^）)]{1,40})[）)])?\s*"
+    r"(?P<verb>(?:is|are|was)\b|(?:provides|enables|lets|allows|offers|brings|makes|supports|"
+    r"helps)\b|是|为|提供|支持|让|可以|能够|致力于|旨在)",
+)
+_IS_A = re.compile(r"^(?:is|are|was|是|为)$")
+_NEWS = re.compile(rf"^\[?\d{{4}}[/.\-]\d{{1,2}}|^(?:{_MONTHS})\b.*\d{{4}}|^\d{{4}}年", re.I)
+_NEWS_SECTION = re.compile(
+    r"news|changelog|change log|updates?|release notes|what's new|新闻|动态|更新|日志|热点", re.I
+)
+
+_TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
+    (re.compile(r"\bformat\b|格式", re.I), NodeType.FORMAT),
+    (
+        re.compile(
+            r"训练引擎|训练框架|训练平台|微调框架|微调工具|training (?:engine|framework)", re.I
+        ),
+        NodeType.FRAMEWORK,
+    ),
+    (
+        re.compile(
+            r"inference (?:engine|server|library|framework|runtime)|serving|model server|"
+            r"\bruntime\b|\bengine\b|推理引擎|推理框架|推理库|推理服务|服务框架|运行时|引擎",
+            re.I,
+        ),
+        NodeType.INFERENCE_ENGINE,
+    ),
+    (re.compile(r"\bframeworks?\b|框架", re.I), NodeType.FRAMEWORK),
+    (
+        re.compile(
+            r"\blibrar(?:y|ies)\b|\bpackage\b|\bsdk\b|\bextension\b|\bwrappers?\b|库|工具包", re.I
+        ),
+        NodeType.LIBRARY,
+    ),
+    (
+        re.compile(
+            r"\btool(?:kit|s)?\b|\bapp(?:lication)?\b|\bplatform\b|\bstudio\b|\bcli\b|\bui\b|"
+            r"\bserver\b|\bservice\b|工具|平台|应用",
+            re.I,
+        ),
+        NodeType.TOOL,
+    ),
+    (
+        re.compile(r"\b(?:gpu|cpu|npu|tpu|chip|accelerator|processor)s?\b|芯片|显卡|处理器", re.I),
+        NodeType.HARDWARE,
+    ),
+    (
+        re.compile(
+            r"\btechniques?\b|\bmethods?\b|\balgorithms?\b|\boptimizers?\b|算法|方法|技术", re.I
+        ),
+        NodeType.TECHNIQUE,
+    ),
+    (re.compile(r"\bmodels?\b|\bllms?\b|模型", re.I), NodeType.MODEL),
+]
+_NAME_HEAD: list[tuple[re.Pattern[str], NodeType]] = [
+    (re.compile(r"(?:Framework|框架)$", re.I), NodeType.FRAMEWORK),
+    (
+        re.compile(r"(?:Server|Runtime|Engine|Serving|Provider|Inference)$", re.I),
+        NodeType.INFERENCE_ENGINE,
+    ),
+    (re.compile(r"(?:Library|Lib|SDK|\.js|\.cpp|\.py)$", re.I), NodeType.LIBRARY),
+    (re.compile(r"(?:Toolkit|Studio|App|CLI|Desktop|Hub|Cloud)$", re.I), NodeType.TOOL),
+    (
+        re.compile(r"^(?:RTX|GTX|Jetson|Tesla|Radeon|Instinct|Gaudi|Xeon|Core|Arc)\b", re.I),
+        NodeType.HARDWARE,
+    ),
+    (re.compile(r"^[ABHL]\d{2,3}$|^MI\d{3}|^B\d{3}$"), NodeType.HARDWARE),
+]
+
+
+def looks_like_entity(name: str) -> bool:
+    """Whether a surface can name a thing: no pronoun, fragment, number, date, size or markup.
+
+    >>> [looks_like_entity(n) for n in ["FlashAttention-2", "Optimum Intel", "飞桨", "RTX 4090"]]
+    [True, True, True, True]
+    >>> [looks_like_entity(n) for n in ["We highly", "5.68 GB", "Compile]", "April 2025*", "09"]]
+    [False, False, False, False, False]
+    >>> [looks_like_entity(n) for n in ["Description", "[privacy-filter.cpp]", "🔮 Our Models"]]
+    [False, False, False]
+    """
+    name = name.strip()
+    if not name or len(name) > 48 or _MARKUP.search(name) or _NOT_A_NAME.match(name):
+        return False
+    if not re.search(r"[A-Za-z\u4e00-\u9fff]", name) or re.search(r"[^\w\s.+\-'&/()（）·]", name):
+        return False
+    if _SENTENCE_PUNCT.search(name) or _FUNCTION_START.match(name) or _CONJUNCTION.search(name):
+        return False
+    if _PLACEHOLDER.match(name):
+        return False
+    words = name.split()
+    if _CJK.search(name):
+        return len(re.sub(r"\s", "", name)) <= 16 and len(words) <= 3
+    return len(words) <= 5 and not (len(words) == 1 and name.lower() in README_WORDS)
+
+
+def type_from_description(text: str) -> NodeType | None:
+    """The node type a description names by its head words ("a minimalist ML framework").
+
+    >>> type_from_description("an inference library for running local LLMs")
+    <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>
+    >>> type_from_description("a C++ and Python library for efficient inference")
+    <NodeType.LIBRARY: 'Library'>
+    >>> type_from_description("一个性能强大且功能全面的分布式推理框架") is NodeType.INFERENCE_ENGINE
+    True
+    """
+    # English puts the head noun first ("a library for efficient inference" is a library),
+    # Chinese last ("专为 MoE 模型打造的训练引擎" is an engine): the first clause decides
+    clause = re.split(r"[，。；;]|, (?:and|which|with)\b|\. ", text[:200], maxsplit=1)[0]
+    chinese = len(_CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
+    best: tuple[int, NodeType] | None = None
+    for pattern, node_type in _TYPE_WORDS:
+        for m in pattern.finditer(clause):
+            at = -m.end() if chinese else m.start()
+            if best is None or at < best[0]:
+                best = (at, node_type)
+    return best[1] if best else None
+
+
+def type_from_name(name: str) -> NodeType | None:
+    """The node type a name's own head word gives ("… Compression Framework", "RTX 4090").
+
+    >>> type_from_name("OpenVINO Model Server"), type_from_name("RTX 4090")
+    (<NodeType.INFERENCE_ENGINE: 'InferenceEngine'>, <NodeType.HARDWARE: 'Hardware'>)
+    """
+    for pattern, node_type in _NAME_HEAD:
+        if pattern.search(name):
+            return node_type
+    return None
+
+
+@dataclass
+class Discovered:
+    """A name this document gives to a thing, with its evidence unit and what types it."""
+
+    name: str
+    unit: EvidenceUnit
+    aliases: list[str] = field(default_factory=list)
+    type: NodeType | None = None
+    how: str = ""
+
+
+@dataclass
+class DocumentSubject:
+    """The project a document is about."""
+
+    name: str
+    aliases: list[str]
+    type: NodeType
+    unit: EvidenceUnit
+
+
+def file_stem(doc_id: str) -> str:
+    """The project a file name points at: `candle-README.md` -> `candle`,
+    `xinference/README_zh_CN.md` -> `xinference`, `docs/index.md` -> `docs`.
+
+    >>> file_stem("llama-factory-README_zh.md"), file_stem("onnx/README.md")
+    ('llama-factory', 'onnx')
+    """
+    parts = doc_id.split("/")
+    stem = re.sub(r"\.[A-Za-z0-9]+$", "", parts[-1])
+    stem = re.sub(r"(?i)[-_.]?(?:readme|index)(?:[-_.].*)?$", "", stem)
+    stem = re.sub(r"(?i)[-_.](?:zh|cn|en|ja|ko|de|fr)(?:[-_][A-Za-z]{2,4})?$", "", stem)
+    if not stem and len(parts) > 1:
+        return file_stem("/".join(parts[:-1]) + "/" + parts[-2])
+    return stem
+
+
+def _phrase_count(name: str, units: Iterable[EvidenceUnit]) -> int:
+    """Occurrences of a name (any case, spacing-tolerant) in a document's readable units."""
+    pattern = re.compile(surface_pattern(name), re.I)
+    return sum(len(pattern.findall(u.text)) for u in units if u.kind != UnitKind.CODE)
+
+
+def _name_in(text: str, lexicon: Lexicon) -> str | None:
+    """The name a heading or definition leads with (its text before ':', '（', ' - ')."""
+    head = re.split(r"\s*(?:[:：|•]|\s[-–—]\s)\s*", text, maxsplit=1)[0].strip()
+    head = re.sub(r"\s*[（(][^）)]*[）)]\s*$", "", head).strip()
+    latin = re.match(r"^([A-Za-z][\w.+\-]*(?:\s[A-Za-z][\w.+\-]*)*)\s*[\u4e00-\u9fff]", head)
+    if latin is not None:  # "MindSpore介绍", "PaddlePaddle最新版本"
+        head = latin.group(1)
+    if lexicon.lookup(head) is not None or looks_like_entity(head):
+        return head
+    mentions = lexicon.entity_mentions(head)
+    if mentions and mentions[0].start == 0 and len(head.split()) <= 4:
+        return head[: mentions[0].end]
+    return None
+
+
+def document_subject(
+    doc: Document, units: list[EvidenceUnit], lexicon: Lexicon
+) -> DocumentSubject | None:
+    """The project a document is about, or None (an essay that compares several things)."""
+    stem = normalize_name(file_stem(doc.id))
+    scores: dict[str, float] = defaultdict(float)
+    found: dict[str, tuple[str, EvidenceUnit, NodeType | None]] = {}
+    aliases: dict[str, set[str]] = {}
+    readable = [u for u in units if u.kind != UnitKind.CODE][:24]
+
+    def consider(name: str, unit: EvidenceUnit, weight: float, node_type: NodeType | None) -> None:
+        key = normalize_name(name)
+        if len(key) < 2:
+            return
+        scores[key] += weight
+        known = found.get(key)
+        if known is None or (node_type is not None and known[2] is None):
+            found[key] = (name, unit, node_type)
+
+    headings = [u for u in readable if u.kind == UnitKind.HEADING][:3]
+    for rank, unit in enumerate(headings):
+        name = _name_in(unit.text, lexicon)
+        if name is not None:
+            consider(name, unit, 2.0 - 0.5 * rank, None)
+    for unit in readable:
+        m = _DEFINITION.match(unit.text)
+        if m is not None:
+            name = m.group("name").strip()
+            known = lexicon.lookup(name) is not None
+            if known or (looks_like_entity(name) and not _CJK.search(name)):
+                rest = unit.text[m.end() :]
+                is_a = _IS_A.match(m.group("verb")) is not None
+                consider(
+                    name, unit, 3.0 if is_a else 2.0, type_from_description(rest) if is_a else None
+                )
+                if m.group("alias"):
+                    aliases.setdefault(normalize_name(name), set()).add(m.group("alias").strip())
+        for pair in _ALIAS_PAIR.finditer(unit.text):
+            a, b = pair.group("a"), pair.group("b")
+            aliases.setdefault(normalize_name(a), set()).add(b)
+            aliases.setdefault(normalize_name(b), set()).add(a)
+    if stem:
+        for key in [*found, stem]:
+            names = {key} | {normalize_name(a) for a in aliases.get(key, set())}
+            entry = lexicon.lookup(key)
+            if entry is not None:
+                names |= {normalize_name(s) for s in entry.surfaces}
+            if stem in names or any(len(n) >= 4 and (n in stem or stem in n) for n in names):
+                scores[key] += 4.0
+        if stem not in found:
+            entry = lexicon.lookup(stem)
+            surface = entry.name if entry else _spelled(stem, units)
+            first = next((u for u in units if stem in normalize_name(u.text)), None)
+            if surface and first is not None and _phrase_count(surface, units) >= 3:
+                found[stem] = (surface, first, None)
+                scores[stem] += 4.0
+    for key, (name, _unit, _type) in found.items():
+        scores[key] += math.log1p(_phrase_count(name, units))
+    if not scores:
+        return None
+    ranking = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    key, score = ranking[0]
+    if score < 4.0 or key not in found:
+        return None
+    if (
+        not _named_by_file(key, stem, aliases, lexicon)
+        and len(ranking) > 1
+        and ranking[1][1] >= 0.8 * score
+    ):
+        return None  # an essay about several things: none of them is the document's subject
+    name, unit, node_type = found[key]
+    entry = lexicon.lookup(name)
+    if entry is not None:
+        return DocumentSubject(entry.name, [], entry.type, unit)
+    if name.islower() or name.isupper():
+        name = _best_casing(name, units)
+    alias_set = sorted(a for a in aliases.get(key, set()) if normalize_name(a) != key)
+    resolved = node_type or type_from_name(name) or _defined_type(name, units) or NodeType.TOOL
+    return DocumentSubject(name, alias_set, resolved, unit)
+
+
+def _named_by_file(key: str, stem: str, aliases: dict[str, set[str]], lexicon: Lexicon) -> bool:
+    """Whether the file's name points at this candidate (its name, an alias or a lexicon name)."""
+    if not stem:
+        return False
+    names = {key} | {normalize_name(a) for a in aliases.get(key, set())}
+    entry = lexicon.lookup(key)
+    if entry is not None:
+        names |= {normalize_name(s) for s in entry.surfaces}
+    return stem in names or any(len(n) >= 4 and (n in stem or stem in n) for n in names)
+
+
+def _spelled(key: str, units: list[EvidenceUnit]) -> str | None:
+    """The most common spelling in the text of a normalised name.
+
+    `llamafactory` -> `LlamaFactory`
+    """
+    spellings: Counter[str] = Counter()
+    for unit in units:
+        if unit.kind == UnitKind.CODE:
+            continue
+        for token in re.findall(r"[A-Za-z][A-Za-z0-9.\-]*[A-Za-z0-9]", unit.text):
+            if normalize_name(token) == key:
+                spellings[token] += 1
+    return spellings.most_common(1)[0][0] if spellings else None
+
+
+def _defined_type(name: str, units: list[EvidenceUnit]) -> NodeType | None:
+    for unit in units:
+        if unit.text.startswith(name):
+            m = re.match(
+                r"\s*(?:[（(][^）)]*[）)])?\s*(?:is|are|是|为)\s*(.*)", unit.text[len(name) :]
+            )
+            if m and (found := type_from_description(m.group(1))) is not None:
+                return found
+    return None
+
+
+def _best_casing(name: str, units: list[EvidenceUnit]) -> str:
+    """The spelling a document uses most for a name (`Candle` over a title's `candle`)."""
+    pattern = re.compile(r"(?<![\w.\-])" + re.escape(name) + r"(?![\w\-])", re.I)
+    spellings: dict[str, float] = {}
+    for unit in units:
+        if unit.kind == UnitKind.CODE:
+            continue
+        for m in pattern.finditer(unit.text):
+            at_start = m.start() == 0 or unit.text[m.start() - 2 : m.start()].strip() in {".", "。"}
+            spellings[m.group(0)] = spellings.get(m.group(0), 0.0) + (0.5 if at_start else 1.0)
+    if not spellings:
+        return name
+    capitalized = {k: v for k, v in spellings.items() if not k.islower()}
+    pool = capitalized if sum(capitalized.values()) >= 2 else spellings
+    return max(pool.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+
+def _in_news(unit: EvidenceUnit) -> bool:
+    return bool(_NEWS.match(unit.text)) or any(
+        _NEWS_SECTION.search(h) for h in unit.heading_path[-2:]
+    )
+
+
+def discover_names(
+    units: list[EvidenceUnit],
+    lexicon: Lexicon,
+    plain_words: set[str],
+    known_names: frozenset[str] = frozenset(),
+) -> list[Discovered]:
+    """Names a document gives to things (see the module docstring), in document order.
+
+    `plain_words` are words the corpus writes in lower case in running text: a Title Case lead
+    made only of them ("Inference Optimization") is a feature label, not a name. `known_names`
+    (normalised) are the corpus's document subjects: "Optimum Intel" extends "Optimum".
+    """
+    found: list[Discovered] = []
+
+    def name_ok(name: str) -> bool:
+        if lexicon.lookup(name) is not None:
+            return True
+        if not looks_like_entity(name) or all(w.lower() in README_WORDS for w in name.split()):
+            return False
+        words = name.split()
+        if _CJK.search(name):
+            return False  # a Chinese phrase is a name only where the lexicon says so
+        head = words[0]
+        if len(words) >= 2 and (lexicon.lookup(head) or normalize_name(head) in known_names):
+            # "OpenVINO Model Server", "Optimum Intel", "Unsloth Studio": a product's edition
+            rest = words[1:]
+            return all(w[:1].isupper() or w[:1].isdigit() for w in rest) and not all(
+                w.lower() in README_WORDS for w in rest
+            )
+        return any(_name_shaped(w, plain_words) for w in words)
+
+    for unit in units:
+        if unit.kind == UnitKind.CODE or _in_news(unit):
+            continue
+        for pair in _ACRONYM_PAIR.finditer(unit.text):
+            long = re.sub(r"^(?:The|A|An)\s+", "", pair.group("long"))
+            short = pair.group("short")
+            typed = type_from_name(long)
+            shaped = typed is not None or name_ok(long)
+            if _abbreviates(short, long) and shaped and looks_like_entity(long):
+                found.append(Discovered(long, unit, [short], typed, "acronym"))
+        if unit.lead and unit.kind == UnitKind.ITEM:
+            lead = re.sub(r"\s*[（(][^）)]*[）)]\s*$", "", unit.lead).strip()
+            lead = re.split(r"\s+for\s+", lead, maxsplit=1)[0]  # "X Execution Provider for Y"
+            if name_ok(lead):
+                rest = unit.text[len(unit.lead) :].lstrip(" :：-–—")
+                described = type_from_description(rest) if _DESCRIBED.match(rest) else None
+                found.append(Discovered(lead, unit, [], type_from_name(lead) or described, "lead"))
+        if unit.kind == UnitKind.HEADING and len(unit.text.split()) <= 4:
+            head = name_prefix(unit.text, lexicon, plain_words)
+            if head is not None and name_ok(head) and NAME_TOKEN.search(head):
+                found.append(Discovered(head, unit, [], type_from_name(head), "heading"))
+        for m in NAME_TOKEN.finditer(unit.text):
+            token = m.group(0).rstrip(".-")
+            if re.fullmatch(r"[A-Z]{2,}s", token):
+                continue  # "GPUs", "LLMs": a plural, not a name
+            if looks_like_entity(token) and token.lower() not in plain_words:
+                found.append(Discovered(token, unit, [], type_from_name(token), "token"))
+    _first_column_names(units, lexicon, name_ok, found)
+    headers = {tuple(u.header) for u in units if u.kind == UnitKind.ROW and len(u.header) >= 3}
+    for header in headers:
+        named = [h for h in header[1:] if name_ok(h)]
+        if len(named) >= 2 and len(named) >= (len(header) - 1) / 2:
+            unit = next(u for u in units if tuple(u.header) == header)
+            found.extend(Discovered(h, unit, [], type_from_name(h), "column") for h in named)
+    return found
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Whether `short` abbreviates `long`: its letters are, in order, initials or capitals of it.
+
+    >>> _abbreviates("OVMS", "OpenVINO Model Server")
+    True
+    >>> _abbreviates("NNCF", "Neural Network Compression Framework")
+    True
+    >>> _abbreviates("EOL", "Model Server")
+    False
+    """
+    letters = [
+        c
+        for w in re.split(r"[\s\-]+", long)
+        if w
+        for c in (w[0] + "".join(x for x in w[1:] if x.isupper()))
+    ]
+    wanted = [c for c in short.upper() if c.isalpha()]
+    if not wanted or not letters or wanted[0] != letters[0].upper():
+        return False
+    it = iter(c.upper() for c in letters)
+    return all(any(c == w for c in it) for w in wanted)
+
+
+_DESCRIBED = re.compile(r"^(?:an?|the|one|一个|一款|一种)\s", re.I)
+
+
+def _first_column_names(
+    units: list[EvidenceUnit],
+    lexicon: Lexicon,
+    name_ok: Callable[[str], bool],
+    found: list[Discovered],
+) -> None:
+    """Names in a table's first column, when that column lists names (most cells are names)."""
+    tables: dict[tuple[str, ...], list[EvidenceUnit]] = {}
+    for unit in units:
+        if unit.kind == UnitKind.ROW and unit.cells:
+            tables.setdefault((*unit.heading_path, *unit.header), []).append(unit)
+    for rows in tables.values():
+        firsts = [r.cells[0] for r in rows if r.cells[0]]
+        named = [c for c in firsts if name_ok(c) and (lexicon.lookup(c) or NAME_TOKEN.search(c))]
+        if len(firsts) >= 2 and len(named) >= 0.6 * len(firsts):
+            for row in rows:
+                if row.cells[0] in named and len(row.cells[0].split()) <= 4:
+                    found.append(
+                        Discovered(row.cells[0], row, [], type_from_name(row.cells[0]), "row")
+                    )
+
+
+_ENGLISH_SUFFIX = re.compile(
+    r"(?:ity|ion|ions|ing|ed|al|ous|ive|able|ible|ment|ness|ar|er|ers|or|ors|ly|ic|ics|ure|"
+    r"ance|ence|ent|ant|ize|ise|ful|less|ship|ty|ry|cy|ism|ist|age|ate|ude)$"
+)
+
+
+def common_word(word: str, plain_words: set[str]) -> bool:
+    """An ordinary English word: written in lower case in the corpus, a README word, or built
+    with an English suffix ("Compatibility", "Familiar")."""
+    lower = word.lower()
+    return lower in README_WORDS or lower in plain_words or bool(_ENGLISH_SUFFIX.search(lower))
+
+
+def _name_shaped(word: str, plain_words: set[str]) -> bool:
+    """A word that can only be a name: shaped like one, or not an ordinary English word."""
+    bare = word.strip("()").rstrip(".")
+    if bare.lower() in README_WORDS or re.fullmatch(r"[A-Z]{2,}s", bare):
+        return False
+    if NAME_TOKEN.fullmatch(bare) or re.fullmatch(r"[A-Z]{2,}[0-9]*", bare):
+        return True
+    return bool(re.fullmatch(r"[A-Z][a-z]+", bare)) and not common_word(bare, plain_words)
+
+
+def name_prefix(text: str, lexicon: Lexicon, plain_words: set[str]) -> str | None:
+    """The name a heading starts with: "FlashAttention-3 beta release" -> "FlashAttention-3".
+
+    >>> name_prefix("FlashAttention-3 beta release", Lexicon.default(), set())
+    'FlashAttention-3'
+    """
+    words = text.split()
+    kept: list[str] = []
+    for word in words:
+        candidate = " ".join([*kept, word])
+        if _name_shaped(word, plain_words) or lexicon.lookup(candidate) or lexicon.lookup(word):
+            kept.append(word)
+        else:
+            break
+    name = " ".join(kept)
+    return name if kept and looks_like_entity(name) else None

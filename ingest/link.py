@@ -1,0 +1,429 @@
+"""Link a corpus: one entity per named thing, then every unit to what it is about and what it names.
+
+Runs over the whole corpus after each document was parsed into evidence units (it is cheap: one
+pass of a name matcher over the units), so a name discovered in one README is recognised in all
+the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project).
+
+1. **Entities**: the lexicon's, each document's subject, and the names documents give to things
+   (`ingest.discover`), merged by normalised name; a name that only ever appeared as a bare
+   token and that nothing types is dropped (a version string is not a thing).
+2. **Subjects**: a unit is about the entity it leads with ("**NNCF** - …", "ExLlamaV2 now
+   supports …"), else the entity its lead-in sentence or table row names, else its section's
+   (a heading that names something), else the document's subject.
+3. **Claims**: the unit's subject relates to every other entity the unit names, typed by the
+   named thing and the words around it (`claim_relation`); the unit is the edge's evidence.
+4. **Advice**: a unit shaped "For <situation>: use <thing>" / "<情形>：用 <thing>" recommends
+   the thing for that situation (`advice`): a Scenario or Persona node, or the hardware or
+   platform the situation names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ingest.claims import advice, claim_relation
+from ingest.discover import (
+    Discovered,
+    DocumentSubject,
+    common_word,
+    discover_names,
+    document_subject,
+    looks_like_entity,
+    type_from_name,
+)
+from ingest.names import NameMatcher, flex_pattern
+from ingest.resolve import is_person
+from kg.documents import Document, EvidenceUnit, UnitKind
+from kg.lexicon import Lexicon, Mention
+from kg.schema import (
+    SOLUTION_TYPES,
+    Entity,
+    Evidence,
+    Extraction,
+    NodeType,
+    Relation,
+    RelationType,
+    entity_id,
+    normalize_name,
+)
+
+__all__ = ["CorpusLinks", "NameMatcher", "advice", "claim_relation", "flex_pattern", "link_corpus"]
+
+
+_PREDICATE = re.compile(
+    r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:'s\b|is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|"
+    r"now\b|also\b|currently\b|only\b|supports?\b|provides?\b|enables?\b|allows?\b|lets\b|"
+    r"uses?\b|runs?\b|offers?\b|includes?\b|requires?\b|needs?\b|works?\b|brings?\b|makes?\b|"
+    r"helps?\b|delivers?\b|achieves?\b|accelerates?\b|reduces?\b|adds?\b|comes?\b|ships?\b|"
+    r"does\b|doesn't\b|[:：]|是|为|提供|支持|可以|能|让|采用|使用|需要|已|将|基于|通过|现已|"
+    r"不|仅|只|目前|还|也|在|会|把|对|适合|适用|用于|跑|运行|先|的)"
+)
+#: What a lead term or a heading can make a unit about: things one uses, not a platform, a
+#: piece of hardware or a criterion ("Hardware: …", "## macOS, Linux, WSL" describe the subject).
+_SUBJECT_PREFIXES = frozenset(
+    t.prefix
+    for t in (
+        NodeType.FRAMEWORK,
+        NodeType.LIBRARY,
+        NodeType.INFERENCE_ENGINE,
+        NodeType.TOOL,
+        NodeType.FORMAT,
+        NodeType.TECHNIQUE,
+        NodeType.PARALLEL_STRATEGY,
+        NodeType.CONCEPT,
+    )
+)
+_HEADING_LEAD = re.compile(
+    r"^(?:what is|why|using|use|about|introducing|使用|为什么选择|关于)\s*", re.I
+)
+
+
+@dataclass
+class CorpusLinks:
+    """What linking produced: entities and claim relations, units with subjects and mentions."""
+
+    extraction: Extraction
+    units: list[EvidenceUnit]
+    subjects: dict[str, str] = field(default_factory=dict)  # document id -> subject entity id
+
+
+@dataclass
+class _Registry:
+    lexicon: Lexicon
+    entities: dict[str, Entity] = field(default_factory=dict)
+    by_name: dict[str, str] = field(default_factory=dict)
+    spellings: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def add(self, name: str, node_type: NodeType | None, aliases: list[str], ev: Evidence) -> str:
+        eid = self._add(name, node_type, aliases, ev)
+        self.spellings.setdefault(eid, Counter())[name] += 1
+        return eid
+
+    def settle_names(self, keep: set[str]) -> None:
+        """Each discovered entity takes the spelling the corpus uses most (`FlashAttention-2`)."""
+        for eid, entity in self.entities.items():
+            if eid in keep or self.lexicon.lookup(entity.name) is not None:
+                continue
+            best = max(
+                self.spellings.get(eid, Counter({entity.name: 1})).items(),
+                key=lambda kv: (kv[1], kv[0]),
+            )[0]
+            if best != entity.name:
+                entity.aliases = [a for a in entity.aliases if a != best] + [entity.name]
+                entity.name = best
+
+    def _add(self, name: str, node_type: NodeType | None, aliases: list[str], ev: Evidence) -> str:
+        entry = self.lexicon.lookup(name) or self.lexicon.lookup(_unversioned(name))
+        if entry is not None:
+            name, node_type, aliases = entry.name, entry.type, [*aliases]
+        key = normalize_name(name)
+        known = self.by_name.get(key)
+        if known is None:
+            for alias in aliases:
+                known = self.by_name.get(normalize_name(alias))
+                if known is not None:
+                    break
+        if known is not None:
+            entity = self.entities[known]
+            names = {normalize_name(n) for n in [entity.name, *entity.aliases]}
+            for alias in [name, *aliases]:
+                if normalize_name(alias) not in names and looks_like_entity(alias):
+                    entity.aliases.append(alias)
+                    names.add(normalize_name(alias))
+                    self.by_name.setdefault(normalize_name(alias), known)
+            if entity.type == NodeType.CONCEPT and node_type not in (None, NodeType.CONCEPT):
+                entity.type = node_type  # retyped below when ids are fixed
+            if len(entity.evidence) < 3 and all(
+                e.start != ev.start or e.doc != ev.doc for e in entity.evidence
+            ):
+                entity.evidence.append(ev)
+            return known
+        node_type = node_type or NodeType.CONCEPT
+        eid = f"tmp:{len(self.entities)}"
+        self.entities[eid] = Entity(
+            id=eid,
+            type=node_type,
+            name=name,
+            aliases=[a for a in aliases if normalize_name(a) != key and looks_like_entity(a)],
+            evidence=[ev],
+        )
+        self.by_name[key] = eid
+        for alias in self.entities[eid].aliases:
+            self.by_name.setdefault(normalize_name(alias), eid)
+        return eid
+
+
+def _unversioned(name: str) -> str:
+    """A name without a trailing version: `Keras 3` -> `Keras`, `XTuner V1` -> `XTuner`.
+
+    >>> _unversioned("Keras 3"), _unversioned("XTuner V1"), _unversioned("RTX 4090")
+    ('Keras', 'XTuner', 'RTX 4090')
+    """
+    return (
+        re.sub(r"(?<=[A-Za-z])\s+[vV]?\d(?:\.\d+)*$", "", name)
+        if not re.search(r"\d{3,}$", name)
+        else name
+    )
+
+
+def _evidence(doc: Document, unit: EvidenceUnit) -> Evidence:
+    return Evidence(
+        doc=doc.id,
+        quote=doc.text[unit.start : unit.end],
+        start=unit.start,
+        end=unit.end,
+        heading_path=unit.heading_path,
+    )
+
+
+def _plain_words(units: Iterable[EvidenceUnit]) -> set[str]:
+    """Words the corpus writes in lower case in running text ("optimization", "support")."""
+    words: set[str] = set()
+    for unit in units:
+        if unit.kind in (UnitKind.SENTENCE, UnitKind.ITEM):
+            words.update(re.findall(r"(?<![A-Za-z.\-_/])[a-z][a-z\-]+(?![A-Za-z_])", unit.text))
+    return words
+
+
+def _shaped(name: str) -> bool:
+    """A name that cannot be an ordinary word: inner capitals, digits, dots, all capitals."""
+    return bool(re.search(r"[a-z][A-Z]|\d|\.|^[A-Z]{2,}|^[a-z]+$|[\u4e00-\u9fff]", name))
+
+
+def link_corpus(
+    documents: list[tuple[Document, list[EvidenceUnit]]], lexicon: Lexicon
+) -> CorpusLinks:
+    """Entities, claims and unit subjects over a whole corpus (see the module docstring)."""
+    documents = sorted(documents, key=lambda d: d[0].id)
+    texts = {doc.id: doc for doc, _ in documents}
+    plain = _plain_words(u for _, units in documents for u in units)
+    registry = _Registry(lexicon)
+    subjects: dict[str, str] = {}
+    token_counts: Counter[str] = Counter()
+    found: list[tuple[Document, Discovered]] = []
+    for doc, units in documents:
+        subject: DocumentSubject | None = document_subject(doc, units, lexicon)
+        if subject is not None:
+            unversioned = _unversioned(subject.name)
+            aliases = [*subject.aliases, *([unversioned] if unversioned != subject.name else [])]
+            subjects[doc.id] = registry.add(
+                subject.name, subject.type, aliases, _evidence(doc, subject.unit)
+            )
+    known = frozenset(normalize_name(registry.entities[e].name) for e in subjects.values())
+    for doc, units in documents:
+        for item in discover_names(units, lexicon, plain, known):
+            found.append((doc, item))
+            if item.how == "token":
+                token_counts[normalize_name(item.name)] += 1
+    for doc, item in found:
+        typed = item.type or _pattern_type(item.name, lexicon)
+        if (
+            item.how == "token"
+            and typed is None
+            and lexicon.lookup(item.name) is None
+            and token_counts[normalize_name(item.name)] < 3
+        ):
+            continue
+        registry.add(item.name, typed, item.aliases, _evidence(doc, item.unit))
+    registry.settle_names(set(subjects.values()))
+    editions = _editions(registry.entities, set(subjects.values()), lexicon)
+    ids = _final_ids(registry)
+    subjects = {doc: ids[eid] for doc, eid in subjects.items()}
+    entities = {
+        ids[eid]: e.model_copy(update={"id": ids[eid]}) for eid, e in registry.entities.items()
+    }
+    matcher = NameMatcher(_surfaces(entities.values(), lexicon, plain))
+    for entry in lexicon.entries.values():
+        if entry.id not in entities:
+            entities[entry.id] = Entity(id=entry.id, type=entry.type, name=entry.name)
+    relations: list[Relation] = []
+    linked: list[EvidenceUnit] = []
+    used: set[str] = set(subjects.values())
+    for doc, units in documents:
+        heading_subjects: dict[str, str | None] = {}
+        previous: str | None = None
+        for unit in units:
+            mentions = matcher.find(unit.text)
+            about = _unit_subject(unit, mentions, matcher, heading_subjects, subjects.get(doc.id))
+            if unit.kind == UnitKind.SENTENCE and about is None:
+                about = previous
+            previous = about if unit.kind == UnitKind.SENTENCE else previous
+            named = list(dict.fromkeys(m.key for m in mentions))
+            linked.append(unit.model_copy(update={"subject": about, "mentions": named}))
+            ev = _evidence(texts[doc.id], unit)
+            advised = advice(unit.text, mentions, {k: e.type for k, e in entities.items()})
+            if advised is not None:
+                situation = _situation(advised[0], ev, lexicon, entities)
+                relations.append(
+                    Relation(
+                        source=situation,
+                        relation=RelationType.RECOMMENDED_FOR,
+                        target=advised[1],
+                        evidence=[ev],
+                    )
+                )
+            if about is None:
+                continue
+            used.add(about)
+            for mention in mentions:
+                if mention.key == about or mention.key not in entities:
+                    continue
+                target = entities[mention.key]
+                if target.type == NodeType.CRITERION:
+                    continue  # "performance" in running text is no claim about a criterion
+                relation = claim_relation(unit.text, mention.start, mention.end, target.type)
+                relations.append(
+                    Relation(source=about, relation=relation, target=mention.key, evidence=[ev])
+                )
+                used.add(mention.key)
+    for part, project in editions:
+        relations.append(
+            Relation(
+                source=ids[part],
+                relation=RelationType.PART_OF,
+                target=ids[project],
+                evidence=[entities[ids[part]].evidence[0]],
+            )
+        )
+    used |= {r.source for r in relations} | {r.target for r in relations}
+    kept = sorted((entities[e] for e in used if e in entities), key=lambda e: e.id)
+    extraction = Extraction(doc="(corpus)", doc_hash="", entities=kept, relations=relations)
+    return CorpusLinks(extraction=extraction, units=linked, subjects=subjects)
+
+
+def _situation(name: str, ev: Evidence, lexicon: Lexicon, entities: dict[str, Entity]) -> str:
+    """The node a situation names: the lexicon's hardware or platform ("on Windows"), else a
+    Persona ("beginners") or Scenario node of its own."""
+    bare = re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name, flags=re.I)
+    entry = lexicon.lookup(name) or lexicon.lookup(bare)
+    if entry is not None:
+        entities.setdefault(entry.id, Entity(id=entry.id, type=entry.type, name=entry.name))
+        return entry.id
+    node_type = NodeType.PERSONA if is_person(name) else NodeType.SCENARIO
+    eid = entity_id(node_type, name)
+    entities.setdefault(eid, Entity(id=eid, type=node_type, name=name, evidence=[ev]))
+    return eid
+
+
+def _pattern_type(name: str, lexicon: Lexicon) -> NodeType | None:
+    typed = type_from_name(name)
+    if typed is not None:
+        return typed
+    return lexicon.pattern_type(name)
+
+
+def _final_ids(registry: _Registry) -> dict[str, str]:
+    """Stable ids from final types and names (`tmp:3` -> `framework:candle`)."""
+    ids: dict[str, str] = {}
+    taken: set[str] = set()
+    for eid, entity in registry.entities.items():
+        entry = registry.lexicon.lookup(entity.name)
+        final = entry.id if entry is not None else entity_id(entity.type, entity.name)
+        if final in taken and entry is None:
+            final = entity_id(entity.type, entity.name + " " + str(len(taken)))
+        taken.add(final)
+        ids[eid] = final
+    return ids
+
+
+def _surfaces(
+    entities: Iterable[Entity], lexicon: Lexicon, plain: set[str]
+) -> list[tuple[str, str, bool]]:
+    """Every name to look for, and whether only its own capitalisation counts: a name that is
+    also an ordinary word ("Candle", "Optimum") matches only as written; "Unsloth" in any case."""
+    surfaces: list[tuple[str, str, bool]] = []
+    for entry in lexicon.entries.values():
+        surfaces.extend((s, entry.id, False) for s in entry.surfaces)
+    for entity in entities:
+        if lexicon.lookup(entity.name) is not None:
+            continue
+        for name in [entity.name, *entity.aliases]:
+            ordinary = not _shaped(name) and all(common_word(w, plain) for w in name.split())
+            surfaces.append((name, entity.id, ordinary))
+    return surfaces
+
+
+def _editions(
+    entities: dict[str, Entity], subjects: set[str], lexicon: Lexicon
+) -> list[tuple[str, str]]:
+    """(part, project) pairs: a name that extends a document subject's name is an edition or a
+    version of it (`Unsloth Studio`, `FlashAttention-2`), unless it is a subject of its own or a
+    name the lexicon knows (ONNX Runtime is no part of ONNX). An untyped part takes the project's
+    type."""
+    heads = {normalize_name(entities[s].name): s for s in subjects if s in entities}
+    pairs = []
+    for eid, entity in entities.items():
+        if eid in subjects or lexicon.lookup(entity.name) is not None:
+            continue
+        version = re.match(r"^(.*?[A-Za-z])[\s\-_]?[vV]?\d+(?:\.\d+)*$", entity.name)
+        head = heads.get(normalize_name(version.group(1))) if version else None
+        if head is None:
+            words = entity.name.split()
+            for cut in range(len(words) - 1, 0, -1):
+                head = heads.get(normalize_name(" ".join(words[:cut])))
+                if head is not None:
+                    break
+        if head is None or head == eid or not entity.evidence:
+            continue
+        if entity.type == NodeType.CONCEPT:
+            entity.type = entities[head].type
+        if entity.type in SOLUTION_TYPES or entity.type == NodeType.PLATFORM:
+            pairs.append((eid, head))
+    return pairs
+
+
+def _unit_subject(
+    unit: EvidenceUnit,
+    mentions: list[Mention],
+    matcher: NameMatcher,
+    heading_subjects: dict[str, str | None],
+    doc_subject: str | None,
+) -> str | None:
+    """What a unit is about (see the module docstring)."""
+    if unit.lead:
+        lead = matcher.find(unit.lead)
+        bare = re.sub(r"\s*[（(][^）)]*[）)]\s*$", "", unit.lead.split(" for ")[0])
+        if (
+            lead
+            and lead[0].start == 0
+            and lead[0].end >= len(bare) - 2
+            and lead[0].key.split(":")[0] in _SUBJECT_PREFIXES
+        ):
+            return lead[0].key
+    if mentions and mentions[0].start <= 1:
+        first = mentions[0]
+        if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or (
+            # "Windows is not supported" in a README is about the README's project
+            first.key.split(":")[0] in _SUBJECT_PREFIXES
+            and _PREDICATE.match(unit.text[first.end :])
+        ):
+            return first.key
+    if unit.context:
+        context = matcher.find(unit.context)
+        if context and context[0].start <= 1 and _PREDICATE.match(unit.context[context[0].end :]):
+            return context[0].key
+    for title in reversed(unit.heading_path[-3:]):
+        if title not in heading_subjects:
+            heading_subjects[title] = _heading_subject(title, matcher)
+        if heading_subjects[title] is not None:
+            return heading_subjects[title]
+    return doc_subject
+
+
+def _heading_subject(title: str, matcher: NameMatcher) -> str | None:
+    """The entity a heading is about: "ONNX Runtime", "What is JAX?", "FlashAttention-3 beta"."""
+    bare = _HEADING_LEAD.sub("", title).strip(" ?？")
+    if len(bare.split()) > 6:
+        return None
+    mentions = matcher.find(bare)
+    if mentions and mentions[0].start == 0 and mentions[0].key.split(":")[0] in _SUBJECT_PREFIXES:
+        return mentions[0].key
+    return None
+
+
+def unit_evidence_index(units: Iterable[EvidenceUnit]) -> dict[tuple[str, int, int], EvidenceUnit]:
+    """Units by (document, start, end): the unit an edge's evidence is."""
+    return {(u.doc, u.start, u.end): u for u in units}

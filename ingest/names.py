@@ -1,0 +1,113 @@
+"""Find the corpus's names in a text: every surface of every entity, with spacing, dashes and
+(for names that are not ordinary words) case folded (`NameMatcher`)."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kg.lexicon import Mention, surface_pattern
+from kg.schema import (
+    normalize_name,
+)
+
+__all__ = ["NameMatcher", "flex_pattern"]
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def flex_pattern(surface: str) -> str:
+    """A regex for a name that tolerates how people split it: `FlashAttention` also matches
+    `Flash Attention` and `flash-attention`; `LLaMA-Factory` matches `LlamaFactory`.
+
+    >>> p = re.compile(flex_pattern("flashattention-2"), re.I)
+    >>> [bool(p.search(t)) for t in ["Flash Attention 2", "FlashAttention-2", "flashattention2x"]]
+    [False, True, False]
+    >>> bool(re.search(flex_pattern("FlashAttention"), "via Flash Attention 2.5.7+"))
+    True
+    """
+    pieces: list[str] = []
+    prev = ""
+    for ch in surface.strip():
+        if ch in " -_":
+            if pieces and pieces[-1] != r"[\s\-_]?":
+                pieces.append(r"[\s\-_]?")
+            prev = ch
+            continue
+        if prev and ((prev.islower() and ch.isupper()) or (prev.isalpha() and ch.isdigit())):
+            pieces.append(r"[\s\-_]?")
+        pieces.append(re.escape(ch))
+        prev = ch
+    body = "".join(pieces)
+    if re.match(r"[A-Za-z0-9]", surface):
+        body = r"(?<![A-Za-z0-9_])" + body
+    if re.search(r"[A-Za-z]$", surface):
+        body += r"(?:s|es)?(?![A-Za-z0-9_])"
+    elif re.search(r"[0-9]$", surface):
+        body += r"(?![A-Za-z0-9_]|\.\d)"  # "Flash Attention 2.5.7" is no "FlashAttention-2"
+    return body
+
+
+@dataclass(frozen=True)
+class _Surface:
+    text: str
+    key: str
+    case_sensitive: bool
+
+
+class NameMatcher:
+    """Finds entity names in text: longest name first, non-overlapping, word-bounded.
+
+    Names written like ordinary capitalised words ("Candle", "Optimum") match only with that
+    capital; shaped names ("vLLM", "llama.cpp", "RTX 4090") match in any case.
+    """
+
+    def __init__(self, surfaces: Iterable[tuple[str, str, bool]]) -> None:
+        unique = {(s.strip(), k, cs) for s, k, cs in surfaces if len(normalize_name(s)) >= 2}
+        ordered = sorted(unique, key=lambda t: (-len(t[0]), t[0], t[1]))
+        self._keys: dict[str, str] = {}
+        folded_parts, exact_parts = [], []
+        for surface, key, case_sensitive in ordered:
+            norm = normalize_name(surface)
+            self._keys.setdefault(norm, key)
+            if case_sensitive:
+                self._keys.setdefault("=" + surface, key)
+                exact_parts.append(surface_pattern(surface))
+            else:
+                folded_parts.append(flex_pattern(surface).translate(_ASCII_LOWER))
+        self._folded = re.compile("|".join(folded_parts) or "(?!)")
+        self._exact = re.compile("|".join(exact_parts) or "(?!)")
+
+    def find(self, text: str) -> list[Mention]:
+        """Non-overlapping mentions, longest first where two overlap."""
+        found: list[Mention] = []
+        for match in self._folded.finditer(text.translate(_ASCII_LOWER)):
+            key = self._resolve(text[match.start() : match.end()], exact=False)
+            if key is not None:
+                found.append(
+                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
+                )
+        for match in self._exact.finditer(text):
+            key = self._resolve(match.group(0), exact=True)
+            if key is not None:
+                found.append(
+                    Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
+                )
+        found.sort(key=lambda m: (m.start, -(m.end - m.start)))
+        kept: list[Mention] = []
+        for mention in found:
+            if kept and mention.start < kept[-1].end:
+                continue
+            kept.append(mention)
+        return kept
+
+    def _resolve(self, surface: str, *, exact: bool) -> str | None:
+        if exact and "=" + surface in self._keys:
+            return self._keys["=" + surface]
+        norm = normalize_name(surface)
+        key = self._keys.get(norm)
+        if key is None and norm.endswith("s"):
+            key = self._keys.get(norm[:-1]) or self._keys.get(norm[:-2])
+        return key

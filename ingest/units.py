@@ -1,0 +1,324 @@
+"""Evidence units: the sentences, list items, table rows, headings and short code of a document.
+
+A unit is what an answer quotes and what a graph edge cites: its span is a verbatim slice of the
+file (markup included), its `text` is what a reader sees. Units keep the structure they came from:
+a table row has its cells and the table header, a list item its lead term ("**Hardware**: …") and
+the item it is nested under, and a block introduced by a sentence ending in ":" keeps that sentence
+as context ("Requirements:" before a list of versions).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ingest.markup import CleanText, clean_inline
+from ingest.text import split_sentences
+from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
+
+__all__ = [
+    "MAX_UNIT_CHARS",
+    "document_units",
+    "item_lead",
+    "stem",
+    "stem_text",
+    "unit_index_text",
+]
+
+#: A unit longer than this is cut at a soft break (a 1 MB line is not one quote).
+MAX_UNIT_CHARS = 480
+_ITEM_WHOLE = 400
+_CODE_LINES = 8
+_LEAD = re.compile(r"^(?P<lead>[^:：\n]{1,60}?)\s*(?:[:：]|\s[-–—]\s)\s*(?=\S)")
+_SOFT_BREAK = re.compile(r"[;；,，]\s*|\s[-–—]\s")
+
+
+def item_lead(clean: str) -> str:
+    """The lead term of a list item written `Lead: …` or `Lead - …` (short, not a sentence).
+
+    >>> item_lead("Hardware: Supports CPU, Apple, NVIDIA")
+    'Hardware'
+    >>> item_lead("NNCF - advanced model optimization techniques")
+    'NNCF'
+    >>> item_lead("This is a long sentence without a lead term at all.")
+    ''
+    """
+    m = _LEAD.match(clean)
+    if m is None:
+        return ""
+    lead = m.group("lead").strip()
+    if len(lead.split()) > 6 or re.search(r"[。.!?！？]$", lead) or "http" in lead:
+        return ""
+    return lead
+
+
+def _pieces(clean: CleanText) -> list[tuple[int, int]]:
+    """Sentence spans of a clean text, long ones cut at soft breaks near MAX_UNIT_CHARS."""
+    out: list[tuple[int, int]] = []
+    for start, end in split_sentences(clean.text):
+        while end - start > MAX_UNIT_CHARS:
+            window = clean.text[start + MAX_UNIT_CHARS // 2 : start + MAX_UNIT_CHARS]
+            breaks = list(_SOFT_BREAK.finditer(window))
+            cut = (
+                start + MAX_UNIT_CHARS // 2 + breaks[-1].end() if breaks else start + MAX_UNIT_CHARS
+            )
+            piece = clean.text[start:cut].rstrip()
+            if piece:
+                out.append((start, start + len(piece)))
+            start = cut
+            while start < end and clean.text[start] == " ":
+                start += 1
+        if start < end:
+            out.append((start, end))
+    return out
+
+
+class _Builder:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.units: list[EvidenceUnit] = []
+        self.lead_in = ""  # the last sentence, when it ends with ':' (introduces the next block)
+
+    def add(
+        self,
+        kind: UnitKind,
+        span: tuple[int, int],
+        text: str,
+        block: Block,
+        **fields: object,
+    ) -> EvidenceUnit | None:
+        start, end = span
+        source = self.doc.text
+        while start < end and source[start].isspace():
+            start += 1
+        while end > start and source[end - 1].isspace():
+            end -= 1
+        text = text.strip()
+        if start >= end or not text:
+            return None
+        unit = EvidenceUnit.model_validate(
+            {
+                "id": f"{self.doc.id}#{start}-{end}",
+                "doc": self.doc.id,
+                "start": start,
+                "end": end,
+                "kind": kind,
+                "text": text,
+                "heading_path": block.heading_path,
+                **fields,
+            }
+        )
+        self.units.append(unit)
+        return unit
+
+    def sentences(
+        self, block: Block, start: int, end: int, kind: UnitKind, **fields: object
+    ) -> list[EvidenceUnit]:
+        clean = clean_inline(self.doc.text, start, end)
+        made = []
+        for s, e in _pieces(clean):
+            unit = self.add(kind, clean.source_span(s, e), clean.text[s:e], block, **fields)
+            if unit is not None:
+                made.append(unit)
+        return made
+
+    # -- blocks --------------------------------------------------------------------------------
+    def block(self, block: Block) -> None:
+        context = self.lead_in
+        self.lead_in = ""
+        if block.kind == BlockKind.HEADING:
+            title = block.heading_path[-1] if block.heading_path else block.text
+            self.add(UnitKind.HEADING, (block.start, block.end), title, block)
+        elif block.kind in (BlockKind.PROSE, BlockKind.DEFINITION):
+            if _navigation(block.text):
+                return  # a bar or a block of links: no statement to quote
+            made = self.sentences(block, block.start, block.end, UnitKind.SENTENCE)
+            if made and made[-1].text.endswith((":", "：")):
+                self.lead_in = made[-1].text
+        elif block.kind in (BlockKind.LIST, BlockKind.DECISION_TREE):
+            self.items(block, context)
+        elif block.kind == BlockKind.TABLE:
+            self.table(block, context)
+        elif block.kind == BlockKind.CODE:
+            self.code(block, context)
+
+    def items(self, block: Block, context: str) -> None:
+        parents: list[str] = []  # lead-in text of the items above, by depth
+        depths = block.depths or [0] * len(block.items)
+        for (start, end), depth in zip(block.item_spans, depths, strict=False):
+            clean = clean_inline(self.doc.text, start, end)
+            if not clean.text:
+                continue
+            del parents[depth:]
+            parent = parents[-1] if parents else context
+            lead = item_lead(clean.text)
+            if len(clean.text) <= _ITEM_WHOLE:
+                self.add(
+                    UnitKind.ITEM,
+                    clean.source_span(0, len(clean.text)),
+                    clean.text,
+                    block,
+                    lead=lead,
+                    context=parent,
+                )
+            else:
+                for index, (s, e) in enumerate(_pieces(clean)):
+                    self.add(
+                        UnitKind.ITEM,
+                        clean.source_span(s, e),
+                        clean.text[s:e],
+                        block,
+                        lead=lead if index == 0 else "",
+                        context=parent,
+                    )
+            first = re.split(r"(?<=[。.!?！？])\s", clean.text, maxsplit=1)[0]
+            parents.append(first[:160])
+
+    def table(self, block: Block, context: str) -> None:
+        if not block.rows:
+            return
+        header = [clean_inline(c).text for c in block.rows[0]]
+        for row, spans in zip(block.rows[1:], block.cell_spans[1:], strict=False):
+            cells = [clean_inline(c).text for c in row]
+            filled = [(c, s) for c, s in zip(cells, spans, strict=False) if c]
+            if not filled or all(re.fullmatch(r"[\s:|-]*", c) for c in cells):
+                continue
+            nonempty = [s for s in spans if s[1] > s[0]]
+            span = (min(s[0] for s in nonempty), max(s[1] for s in nonempty))
+            span = _line_span(self.doc.text, span) if block.text.lstrip().startswith("|") else span
+            self.add(
+                UnitKind.ROW,
+                span,
+                " | ".join(cells),
+                block,
+                cells=cells,
+                header=header,
+                context=context,
+            )
+
+    def code(self, block: Block, context: str) -> None:
+        code = (block.code or block.text).strip("\n")
+        lines = code.split("\n")
+        if not code.strip() or len(lines) > 4 * _CODE_LINES:
+            return
+        body_start = (
+            block.text.find("\n") + 1 if block.text.lstrip().startswith(("```", "~~~")) else 0
+        )
+        start = block.start + body_start
+        shown = lines[:_CODE_LINES]
+        end = start
+        for line in shown:
+            at = self.doc.text.find(line.strip(), end, block.end) if line.strip() else -1
+            if at >= 0:
+                end = at + len(line.strip())
+        if end <= start:
+            return
+        self.add(UnitKind.CODE, (start, end), "\n".join(shown).strip(), block, context=context)
+
+
+_LINK = re.compile(r"\]\(|<a\s|href=", re.I)
+
+
+def _navigation(source: str) -> bool:
+    """A prose block that is a menu: many links, next to no sentences of its own.
+
+    >>> _navigation('<a href="#a">论文</a> | <a href="#b">文档</a> | <a href="#c">例程</a>')
+    True
+    >>> _navigation("Candle is a [minimalist](x) ML framework for Rust.")
+    False
+    """
+    links = len(_LINK.findall(source))
+    if links < 4:
+        return False
+    clean = clean_inline(source).text
+    sentences = len(re.findall(r"[.!?。！？](?:\s|$)", clean))
+    return sentences * 3 < links
+
+
+def _line_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """Widen a span to its whole line(s) (a pipe-table row with its outer pipes)."""
+    start = text.rfind("\n", 0, span[0]) + 1
+    end = text.find("\n", span[1])
+    return start, len(text) if end < 0 else end
+
+
+def document_units(doc: Document, blocks: list[Block]) -> list[EvidenceUnit]:
+    """Every evidence unit of a document, in document order."""
+    builder = _Builder(doc)
+    for block in blocks:
+        builder.block(block)
+    return builder.units
+
+
+def unit_index_text(unit: EvidenceUnit) -> str:
+    """What the lexical index reads of a unit: its text, a row's header and its lead-in, English
+    words stemmed (`stem_text`). Section titles stay out: a heading's words would match every
+    unit under it.
+
+    >>> u = EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=UnitKind.ROW, text="4090 | 38",
+    ...                  header=["GPU", "t/s"], heading_path=("Performance",))
+    >>> unit_index_text(u)
+    'GPU t/s 4090 | 38'
+    """
+    parts = [" ".join(unit.header), unit.context, unit.text]
+    return stem_text(" ".join(p for p in parts if p))
+
+
+_SUFFIXES = (
+    "izations",
+    "ization",
+    "isations",
+    "isation",
+    "ations",
+    "ation",
+    "izing",
+    "ising",
+    "ized",
+    "ised",
+    "izes",
+    "ises",
+    "ize",
+    "ise",
+    "ings",
+    "ing",
+    "edly",
+    "ers",
+    "ied",
+    "ies",
+    "ed",
+    "er",
+    "es",
+    "s",
+)
+_WORD = re.compile(r"[A-Za-z][a-z]{3,}")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light English stem: enough that inflections of one word meet.
+
+    >>> [stem(w) for w in ["quantization", "quantizing", "quantized", "binaries", "supports"]]
+    ['quant', 'quant', 'quant', 'binari', 'support']
+    """
+    lower = word.lower()
+    for suffix in _SUFFIXES:
+        shortest = 3 if suffix == "s" else 4  # "bits" ~ "bit", but "needs" keeps "need"
+        if (
+            lower.endswith(suffix)
+            and len(lower) - len(suffix) >= shortest
+            and not lower.endswith("ss")
+        ):
+            base = lower[: -len(suffix)]
+            if suffix in ("ies", "ied"):
+                return base + "i"
+            return base.rstrip("e") if suffix in ("ize", "ise") else base
+    return lower
+
+
+def stem_text(text: str) -> str:
+    """Every English word of a text replaced by its stem (other text unchanged).
+
+    >>> stem_text("Quantizing models for 浏览器")
+    'quant model for 浏览器'
+    """
+    return _WORD.sub(lambda m: stem(m.group(0)), text)

@@ -1,0 +1,129 @@
+"""Whether the sources can answer a question: the specific names of its asking sentence must
+appear in some document, a price or a rate it asks for must be stated, and something relevant
+must have been retrieved. Knowing a name in the lexicon does not make it covered; only evidence
+does."""
+
+from __future__ import annotations
+
+import re
+
+from kg.schema import NodeType, normalize_name
+from qa.frame import QuestionFrame, named_things
+from qa.schema import (
+    AbstainReason,
+)
+from qa.shapes import version_after
+from qa.unit_index import CHOOSABLE, UnitIndex
+from qa.units import RankedUnit
+
+__all__ = ["Answerability"]
+
+_MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|\d\s?(?:USD|EUR|美元|元)\b|per hour|/hr\b|每小时", re.I)
+
+
+_RATE_TEXT = re.compile(
+    r"\d\s*(?:tokens?/s|tok/s|t/s|tokens? per second|it/s)|tokens? per second|每秒", re.I
+)
+
+
+_VAGUE_PREFIXES = frozenset(
+    t.prefix for t in (NodeType.CRITERION, NodeType.CONCEPT, NodeType.SCENARIO, NodeType.PERSONA)
+)
+
+
+_CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")
+
+
+class Answerability(UnitIndex):
+    """Why the sources cannot answer a question, if they cannot."""
+
+    def entity_present(self, eid: str) -> bool:
+        """Whether some document names an entity (under any of its names, the lexicon's too)."""
+        names = list(self._lexicon_surfaces.get(eid, []))
+        if eid in self.graph:
+            entity = self.graph.entity(eid)
+            names += [entity.name, *entity.aliases]
+        return any(
+            len(normalize_name(n)) >= 2 and normalize_name(n) in self._corpus_norm for n in names
+        )
+
+    def present(self, name: str) -> bool:
+        """Whether a name occurs in some document (case, spacing and dashes ignored; a graph
+        entity's aliases count)."""
+        node = self.graph.find(name)
+        if node is not None:
+            entity = self.graph.entity(node)
+            if any(normalize_name(n) in self._corpus_norm for n in [entity.name, *entity.aliases]):
+                return True
+        core = [t for t in re.split(r"[\s/]+", name) if re.search(r"\d", t) or len(t) >= 3]
+        if not core:
+            core = [name]
+        return all(normalize_name(t) in self._corpus_norm for t in core)
+
+    def abstain_reason(
+        self,
+        frame: QuestionFrame,
+        linked: list[str],
+        ranked: list[RankedUnit],
+        surfaces: list[tuple[str, int]] | None = None,
+        linked_all: list[str] | None = None,
+    ) -> tuple[AbstainReason, str, str] | None:
+        """Why the sources cannot answer, or None. `surfaces` are the names the question's linked
+        entities were found under (with positions in the question)."""
+        if not ranked:
+            return AbstainReason.NOT_COVERED, "nothing in the sources matches the question", ""
+        start, end = frame.asking_sentence
+        strict = not frame.choice or frame.yes_no
+
+        def key_requirement(at: int) -> bool:
+            return at >= 0 and (strict or start <= at < end)
+
+        spans: list[tuple[int, int]] = []
+        for (surface, _at), eid in zip(surfaces or [], linked_all or [], strict=False):
+            at = frame.text.find(surface)
+            if at < 0:
+                continue
+            spans.append((at, at + len(surface)))
+            if eid.split(":")[0] in _VAGUE_PREFIXES:
+                continue  # "兼容性", "latency": what is asked about, not a thing to be found
+            if key_requirement(at) and not self.entity_present(eid):
+                name = self.graph.entity(eid).name if eid in self.graph else surface
+                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}", name
+        names = named_things(frame.text)
+        if _CJK_TEXT.search(frame.text):
+            # capitalised Latin words in a Chinese question are names ("Caffe 和 Theano 值得学吗")
+            names += [
+                (m.group(0), m.start())
+                for m in re.finditer(r"(?<![A-Za-z])[A-Z][\w.+\-]+", frame.text)
+            ]
+        # "Kestrel or Zephyr?": an alternative the question offers must be in the sources
+        names += [(o.text, o.start) for o in frame.options if re.match(r"[A-Z]", o.text)]
+        for name, at in names:
+            inside = any(s <= at and at + len(name) <= e for s, e in spans)
+            if inside or not key_requirement(at):
+                continue
+            if not self.present(name):
+                return AbstainReason.UNKNOWN_NAME, f"no source mentions {name}", name
+        things = {e for e in linked if e in self.graph and self.graph.entity(e).type in CHOOSABLE}
+        if frame.quantity is not None:
+            pattern = _MONEY_TEXT if frame.quantity == "money" else _RATE_TEXT
+            top = [r.unit for r in ranked[:12]]
+            about = [
+                u for u in top if not things or u.subject in things or things & set(u.mentions)
+            ]
+            if not any(pattern.search(u.text + " " + " ".join(u.header)) for u in about):
+                what = "prices" if frame.quantity == "money" else "that rate"
+                return AbstainReason.NO_QUANTITY, f"no source gives {what}", frame.quantity
+        for eid in things:
+            version = version_after(frame.text, self.graph.entity(eid))
+            if version and not any(
+                version in u.text
+                for u in self.search.by_subject.get(eid, []) + self.search.by_mention.get(eid, [])
+            ):
+                name = self.graph.entity(eid).name
+                return (
+                    AbstainReason.UNKNOWN_NAME,
+                    f"no source speaks of {name} {version}",
+                    f"{name} {version}",
+                )
+        return None

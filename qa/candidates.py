@@ -1,0 +1,262 @@
+"""Which things can answer a question that asks to choose, and how well: the entities the
+retrieved units are about (or the options the question names), each weighed by how much evidence
+is about it, how much of the question its own units cover, what the question requires that the
+graph links it to, and how specific it is; an edition rolls up into its product."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ingest.units import stem_text
+from kg.documents import EvidenceUnit
+from kg.schema import NodeType, RelationType, normalize_name
+from qa.frame import QuestionFrame
+from qa.options import resolve_options
+from qa.unit_index import CHOOSABLE, SOFTWARE, UnitIndex
+from qa.units import RankedUnit, bilingual_search
+
+__all__ = ["Candidate", "CandidateScorer"]
+
+#: an entity id (or `value:<text>`), its score, its supporting units best first
+Candidate = tuple[str, float, list[EvidenceUnit]]
+
+
+class CandidateScorer(UnitIndex):
+    """Candidates for a choice (see the module docstring)."""
+
+    def candidates(
+        self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
+    ) -> list[tuple[str, float, list[EvidenceUnit]]]:
+        """Entities to recommend, best first, each with its supporting units (best first)."""
+        return self.weigh(frame, named, ranked)[0]
+
+    def weigh(
+        self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The candidates within reach of the best (up to three: what is recommended), and the
+        others weighed, best first."""
+        if frame.options:
+            options = self.option_candidates(frame, ranked)
+            if options:
+                return options, []
+        wanted = frame.types
+        top = ranked[:30]
+        best = top[0].score if top else 1.0
+        contributions: dict[str, list[float]] = defaultdict(list)
+        support: dict[str, list[EvidenceUnit]] = defaultdict(list)
+        clause_terms = self._question_terms(frame)
+        for r in top:
+            weight = r.score / best
+            unit = r.unit
+            subject_named = unit.subject in named
+            shares = [(unit.subject, 1.0)] + [
+                (m, (0.8 if subject_named else 0.35) * self._clause_share(unit, m, clause_terms))
+                for m in unit.mentions
+            ]
+            for eid, share in shares:
+                if eid is None:
+                    continue
+                target = self._admit(eid, named, wanted, subject=eid == unit.subject)
+                if target is None:
+                    continue
+                contributions[target].append(share * weight)
+                if unit not in support[target]:
+                    support[target].append(unit)
+        # the best unit counts fully, the others less and less: many loose matches in a long
+        # README must not outweigh the one unit that says what the question asks
+        evidence = {
+            eid: sum(v * 0.5**i for i, v in enumerate(sorted(values, reverse=True)))
+            for eid, values in contributions.items()
+        }
+        names = [
+            n for e in named for n in [self.graph.entity(e).name, *self.graph.entity(e).aliases]
+        ]
+        weights = self.search.query_weights(frame.text, [])
+        excluded = {t for n in names for t in self.search.tokenize(stem_text(n))}
+        weights = {t: w for t, w in weights.items() if t not in excluded}
+        # the documents that best match the question, taken whole: their subjects are candidates
+        profile: dict[str, float] = {}
+        for doc, score in bilingual_search(self.search.doc_lexical, weights, 4, own=frame.text):
+            subject = self._doc_subject.get(doc)
+            target = self._admit(subject, named, wanted, subject=True) if subject else None
+            if target is not None:
+                profile[target] = max(profile.get(target, 0.0), score)
+            elif subject in named:
+                # a document about a thing the question names ("飞桨生态里…"): the answer is one of
+                # the things it presents; its own best units say which
+                for eid in {t for t in evidence if any(u.doc == doc for u in support[t])}:
+                    profile[eid] = max(profile.get(eid, 0.0), score * 0.9)
+        if not evidence and not profile:
+            return [], []
+        top_evidence = max(evidence.values(), default=1.0) or 1.0
+        top_profile = max(profile.values(), default=1.0) or 1.0
+        # what the question requires (named and not itself a candidate): Inferentia, PyTorch
+        constraints = [c for c in sorted(named) if c not in set(evidence) | set(profile)]
+        scored: list[Candidate] = []
+        for eid in set(evidence) | set(profile):
+            node_type = self.graph.entity(eid).type
+            fit = 1.0
+            if wanted:
+                fit = (
+                    1.6
+                    if node_type in wanted
+                    else (1.15 if node_type in SOFTWARE and wanted & SOFTWARE else 0.6)
+                )
+            elif node_type == NodeType.FORMAT:
+                fit = 0.7  # a format is a step on the way (export to ONNX, then serve), not a pick
+            score = (
+                0.55 * evidence.get(eid, 0.0) / top_evidence
+                + 0.45 * profile.get(eid, 0.0) / top_profile
+            )
+            score *= 1.0 + self.constraint_fit(eid, constraints)
+            scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
+        scored.sort(key=lambda t: (-t[1], t[0]))
+        if wanted and not wanted & SOFTWARE:
+            # "which technique / which GPU": only things of that kind answer, when there are any
+            exact = [c for c in scored if self.graph.entity(c[0]).type in wanted]
+            scored = exact or scored
+        top_score = scored[0][1]
+        close = [c for c in scored if c[1] >= 0.55 * top_score][:3]
+        return close, [c for c in scored if c not in close]
+
+    def constraint_fit(self, eid: str, constraints: list[str]) -> float:
+        """How many of the things a question requires (Inferentia, PyTorch, a format) the graph
+        links a candidate to, each weighted by how specific it is; a NOT_SUPPORTED edge counts
+        against. `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum fit "部署到 AWS Inferentia"."""
+        if not constraints:
+            return 0.0
+        nodes = {eid} | {
+            r.source for r in self.graph.in_relations(eid) if r.relation == RelationType.PART_OF
+        }
+        fit = 0.0
+        for constraint in constraints:
+            relations = [
+                r
+                for node in nodes
+                for r in self.graph.relations_of(node)
+                if constraint in (r.source, r.target)
+                and r.relation not in (RelationType.PART_OF, RelationType.MENTIONS)
+            ]
+            if not relations:
+                continue
+            sign = -1.0 if all(r.relation == RelationType.NOT_SUPPORTED for r in relations) else 1.0
+            fit += sign * self.specificity(constraint)
+        return max(-0.5, 0.6 * fit)
+
+    def _clause_share(self, unit: EvidenceUnit, eid: str, terms: dict[str, float]) -> float:
+        """How much of a unit's match a thing it names earns: a sentence that lists four tools,
+        each with its use, credits the one whose clause holds the question's words (0.3 .. 1.5)."""
+        node = self.graph.entity(eid) if eid in self.graph else None
+        if node is None or not terms:
+            return 1.0
+        names = [n.lower() for n in [node.name, *node.aliases] if n]
+        clauses = re.split(r"[，,；;。]|\s-\s", unit.text)
+        if len(clauses) < 2:
+            return 1.0
+        total = sum(terms.values()) or 1.0
+        for clause in clauses:
+            if any(n in clause.lower() for n in names):
+                tokens = set(self.search.tokenize(stem_text(clause)))
+                return 0.3 + 1.2 * sum(w for t, w in terms.items() if t in tokens) / total
+        return 0.3
+
+    def _admit(
+        self, eid: str, named: set[str], wanted: frozenset[NodeType], *, subject: bool
+    ) -> str | None:
+        """The entity a candidate counts for (an edition rolls up into its product), or None when
+        it cannot answer: a thing the question names, or of a kind nobody picks."""
+        if eid not in self.graph:
+            return None
+        node_type = self.graph.entity(eid).type
+        if node_type not in CHOOSABLE and node_type not in wanted:
+            return None
+        if (
+            not subject
+            and wanted
+            and node_type not in wanted
+            and not (node_type in SOFTWARE and wanted & SOFTWARE)
+        ):
+            return None
+        target = eid
+        parent = self._parent(eid)
+        if parent is not None and parent not in named:
+            target = parent
+        return None if target in named else target
+
+    def option_candidates(
+        self, frame: QuestionFrame, ranked: list[RankedUnit]
+    ) -> list[tuple[str, float, list[EvidenceUnit]]]:
+        """The question's own alternatives, best first (`qa.options`). An alternative that is no
+        entity ("runtime", a table's "4090") is recommended as a value the sources state."""
+        options = frame.options
+        nodes = [self.graph.find(o.text) for o in options]
+        cores = [normalize_name(o.text) for o in options]
+        option_tokens = {t for o in options for t in self.search.tokenize(stem_text(o.text))}
+        terms = [
+            normalize_name(t)
+            for t in self._question_terms(frame, [o.text for o in options])
+            if t not in option_tokens
+        ]
+        pool = [r.unit for r in ranked[:60]]
+        docs = {u.doc for u in pool[:20]}
+        for unit in self.search.units:
+            if unit.doc in docs and unit not in pool:
+                text = normalize_name(" ".join([unit.text, *unit.header]))
+                if any(c and c in text for c in cores):
+                    pool.append(unit)
+        weights = {t: w for t, w in self._question_terms(frame).items() if t not in option_tokens}
+        by_id = {r.unit.id: r for r in ranked}
+
+        def coverage(k: int) -> tuple[float, list[EvidenceUnit]]:
+            node = nodes[k]
+            mine = [
+                u
+                for u in pool
+                if (node is not None and (u.subject == node or node in u.mentions))
+                or (cores[k] and cores[k] in normalize_name(u.text))
+            ]
+            scored = sorted(
+                (
+                    (
+                        self.relevance(u, weights, None)
+                        * (by_id[u.id].score if u.id in by_id else 0.3),
+                        u,
+                    )
+                    for u in mine
+                ),
+                key=lambda t: -t[0],
+            )
+            return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
+
+        verdicts = resolve_options(options, nodes, pool, frame.text, terms, coverage)
+        out = []
+        for verdict in verdicts:
+            if verdict.score <= 0 or not verdict.units or verdict.score < 0.8 * verdicts[0].score:
+                continue
+            node = verdict.node if verdict.node in self.graph else None
+            eid = node if node is not None else "value:" + verdict.shown
+            out.append((eid, verdict.score, verdict.units))
+        return out
+
+    def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
+        """The entity the best units lead to that the question does not name and that has units
+        of its own (ExLlamaV2's README names Flash Attention; its own README says which GPUs)."""
+        weight: dict[str, float] = defaultdict(float)
+        things = {e for e in named if self.graph.entity(e).type in CHOOSABLE | {NodeType.MODEL}}
+        for r in ranked[:8]:
+            # an edge from a named thing is the path to follow; a stray subject is not
+            from_named = r.unit.subject in things or bool(things & set(r.unit.mentions))
+            for eid in [*r.unit.mentions, r.unit.subject]:
+                if eid is None or eid in named or eid not in self.graph:
+                    continue
+                if self.graph.entity(eid).type not in CHOOSABLE:
+                    continue
+                own = len(self.search.by_subject.get(eid, []))
+                told = sum(1 for u in self.search.by_mention.get(eid, []) if u.subject in named)
+                if own < 5 and told == 0:
+                    continue
+                weight[eid] += r.score * (1.0 if from_named else 0.25)
+        if not weight:
+            return None
+        return max(weight.items(), key=lambda kv: (kv[1], kv[0]))[0]

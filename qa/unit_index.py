@@ -1,0 +1,327 @@
+"""What every part of the evidence answerer reads: one store's graph and units, indexed by
+document, span and subject, and the ways to weigh a unit against a question (its tokens, its
+relevance, the order of a pool of units) and to turn it into a cited answer point."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from ingest.markup import strip_markup
+from ingest.units import stem_text, unit_index_text
+from kg.documents import EvidenceUnit, UnitKind
+from kg.graph import KnowledgeGraph
+from kg.schema import NodeType, RelationType, normalize_name
+from qa.frame import QuestionFrame
+from qa.schema import (
+    DraftPoint,
+    GraphPath,
+    PathEdge,
+)
+from qa.shapes import answer_hint, asked_relations, text_width
+from qa.units import STOPWORDS, RankedUnit, UnitSearch
+
+__all__ = ["CHOOSABLE", "SOFTWARE", "UnitIndex"]
+
+CHOOSABLE = frozenset(
+    {
+        NodeType.FRAMEWORK,
+        NodeType.LIBRARY,
+        NodeType.INFERENCE_ENGINE,
+        NodeType.TOOL,
+        NodeType.TECHNIQUE,
+        NodeType.FORMAT,
+        NodeType.PARALLEL_STRATEGY,
+    }
+)
+
+
+SOFTWARE = frozenset(
+    {NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL}
+)
+
+
+_DEFINES = re.compile(
+    r"\s*(?:[（(][^）)]*[）)])?\s*(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
+    r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
+    re.I,
+)
+
+
+class UnitIndex:
+    """Read-only over one store's graph and units; safe to share across threads."""
+
+    def __init__(
+        self, graph: KnowledgeGraph, search: UnitSearch, documents: dict[str, str]
+    ) -> None:
+        self.graph = graph
+        self._lexicon_surfaces = {e.id: e.surfaces for e in search.lexicon.entries.values()}
+        self.search = search
+        self.documents = documents
+        self._edges: dict[tuple[str, int], list[PathEdge]] = defaultdict(list)
+        for rel in graph.relations():
+            for ev in rel.evidence:
+                self._edges[(ev.doc, ev.start)].append(
+                    PathEdge(
+                        source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev]
+                    )
+                )
+        corpus = " ".join(u.text + " " + " ".join(u.header) for u in search.units)
+        self._corpus_norm = normalize_name(corpus)
+        self._doc_subject: dict[str, str] = {}
+        subjects: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for unit in search.units:
+            if unit.subject:
+                subjects[unit.doc][unit.subject] += 1
+        for doc, counts in subjects.items():
+            self._doc_subject[doc] = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        self._tokens: dict[str, frozenset[str]] = {}
+        self._unit_at = {(u.doc, u.start): u for u in search.units}
+        self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
+        self._unit_index: dict[str, int] = {}
+        for unit in search.units:
+            self._unit_index[unit.id] = len(self._doc_units[unit.doc])
+            self._doc_units[unit.doc].append(unit)
+
+    def _unit_tokens(self, unit: EvidenceUnit) -> frozenset[str]:
+        tokens = self._tokens.get(unit.id)
+        if tokens is None:
+            tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
+            self._tokens[unit.id] = tokens
+        return tokens
+
+    def _question_terms(
+        self, frame: QuestionFrame, exclude: Iterable[str] = ()
+    ) -> dict[str, float]:
+        excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
+        terms: dict[str, float] = {}
+        for token in self.search.tokenize(stem_text(frame.text)):
+            if token in STOPWORDS or token in excluded or (len(token) < 2 and token.isascii()):
+                continue
+            idf = self.search.lexical.idf(token)
+            if idf > 0:
+                terms[token] = idf
+        return terms
+
+    def coverage(self, entity: str, terms: dict[str, float]) -> float:
+        """Share of the question's weighted terms that the entity's own units contain."""
+        if not terms:
+            return 0.0
+        have: set[str] = set()
+        for unit in self.search.by_subject.get(entity, [])[:400]:
+            have |= self._unit_tokens(unit)
+        return sum(w for t, w in terms.items() if t in have) / sum(terms.values())
+
+    def _parent(self, entity: str) -> str | None:
+        for rel in self.graph.out_relations(entity):
+            if rel.relation == RelationType.PART_OF:
+                return rel.target
+        return None
+
+    def specificity(self, eid: str) -> float:
+        """1 for a thing few units name, less for one named everywhere ("Quantization")."""
+        named_in = len(self.search.by_mention.get(eid, []))
+        total = max(len(self.search.units), 20)  # a handful of units says little of rarity
+        rarity = math.log(total / (1 + named_in)) / math.log(total / 10)
+        return 0.5 + 0.5 * min(1.0, max(0.0, rarity))
+
+    def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
+        """What a question is about: the first thing it names that one uses (a tool over a
+        technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""
+        ordered = sorted(
+            named, key=lambda e: (frame.text.find(self.graph.entity(e).name) % 10_000, e)
+        )
+        for kinds in (SOFTWARE, CHOOSABLE | {NodeType.MODEL}):
+            for eid in ordered:
+                if self.graph.entity(eid).type in kinds:
+                    return eid
+        return None
+
+    def path_points(self, path: GraphPath) -> list[DraftPoint]:
+        """Each edge of a path as a point: the unit its evidence lies in, citing the edge."""
+        points: list[DraftPoint] = []
+        for edge in path.edges:
+            if not edge.evidence:
+                continue
+            ev = edge.evidence[0]
+            unit = self._unit_at.get((ev.doc, ev.start)) or next(
+                (u for u in self._doc_units.get(ev.doc, []) if u.start <= ev.start < u.end), None
+            )
+            cited = edge.model_copy(update={"evidence": [ev]})
+            if unit is not None and unit.start <= ev.start and ev.end <= unit.end:
+                point = self.point(unit)
+                point.edges = [cited, *[e for e in point.edges if e != cited][:1]]
+            else:
+                point = DraftPoint(
+                    doc=ev.doc,
+                    start=ev.start,
+                    end=ev.end,
+                    quote=ev.quote,
+                    text=strip_markup(ev.quote),
+                    heading=ev.heading_path[-1] if ev.heading_path else "",
+                    edges=[cited],
+                )
+            same = next((p for p in points if (p.doc, p.start) == (point.doc, point.start)), None)
+            if same is None:
+                points.append(point)
+            elif cited not in same.edges:
+                # the next hop of the path, said by the same unit: one point, the path in order
+                before = [i for i, e in enumerate(same.edges) if e.target == cited.source]
+                same.edges.insert(before[0] + 1 if before else len(same.edges), cited)
+        return points
+
+    def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
+        """A unit as an answer point with the edges it is evidence of (the subject's first). A
+        sentence that ends in ":" brings what it introduces ("run the command: `opt_in_out
+        --opt_out`"), a question its answer, as one verbatim span."""
+        edges = self._edges.get((unit.doc, unit.start), [])
+        edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
+        ordered = sorted(
+            edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation))
+        )
+        end, text = unit.end, unit.text
+        following = self._next_unit(unit)
+        introduces = (
+            unit.text.endswith((":", "："))
+            and following is not None
+            and following.context == unit.text
+            and following.start - unit.end < 200
+        )
+        # a question in the source ("怎么判断…？") comes with the sentence that answers it
+        asks = (
+            unit.kind == UnitKind.SENTENCE
+            and unit.text.endswith(("?", "？"))
+            and following is not None
+            and following.kind == UnitKind.SENTENCE
+            and following.start - unit.end < 4
+        )
+        if following is not None and (introduces or asks) and len(following.text) <= 200:
+            space = "" if re.match(r"[\u4e00-\u9fff]", following.text) else " "
+            end, text = following.end, f"{unit.text}{space}{following.text}"
+        return DraftPoint(
+            doc=unit.doc,
+            start=unit.start,
+            end=end,
+            quote=self.documents[unit.doc][unit.start : end],
+            text=text,
+            context=" | ".join(unit.header) if unit.kind == UnitKind.ROW else unit.context,
+            heading=unit.heading_path[-1] if unit.heading_path else "",
+            edges=ordered[:2],
+        )
+
+    def row_group(
+        self, row: EvidenceUnit, terms: dict[str, float], prefer: str | None = None, limit: int = 3
+    ) -> DraftPoint:
+        """A table row with up to two more rows of the same table that the question also
+        matches ("CTranslate2 3.6.0 | 658.8 | 849MB" beside "OpenNMT-py | 275.8 | 2012MB"): one
+        point, its span running from the first row to the last."""
+        siblings = [
+            u
+            for u in self._doc_units.get(row.doc, [])
+            if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
+        ]
+        scored = sorted(
+            (
+                (
+                    sum(w for t, w in terms.items() if t in self._unit_tokens(u)),
+                    -abs(u.start - row.start),
+                    u,
+                )
+                for u in siblings
+                if u.id != row.id
+            ),
+            key=lambda t: (-t[0], -t[1]),
+        )
+        rows = [row, *[u for score, _d, u in scored if score > 0][: limit - 1]]
+        if len(rows) == 1:
+            return self.point(row, prefer)
+        rows.sort(key=lambda u: u.start)
+        point = self.point(row, prefer)
+        start, end = rows[0].start, rows[-1].end
+        return point.model_copy(
+            update={
+                "start": start,
+                "end": end,
+                "quote": self.documents[row.doc][start:end],
+                "text": "; ".join(u.text for u in rows),
+            }
+        )
+
+    def _next_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
+        units = self._doc_units.get(unit.doc, [])
+        index = self._unit_index.get(unit.id)
+        return units[index + 1] if index is not None and index + 1 < len(units) else None
+
+    def definition(self, entity: str) -> EvidenceUnit | None:
+        """The unit that says what an entity is: it starts with the entity's name and defines it
+        ("X is a …", "X lets you …", "X 是一个 …")."""
+        node = self.graph.entity(entity)
+        names = sorted(
+            {n for n in [node.name, *node.aliases] if len(n) >= 2}, key=len, reverse=True
+        )
+        for unit in self.search.by_subject.get(entity, [])[:80]:
+            if unit.kind not in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING):
+                continue
+            head = unit.text.lstrip("*`_ ")
+            for name in names:
+                if head.lower().startswith(name.lower()) and _DEFINES.match(head[len(name) :]):
+                    return unit
+        return None
+
+    def _touches(self, unit: EvidenceUnit, eid: str) -> bool:
+        """Whether a unit is the evidence of an edge that has `eid` at an end."""
+        return any(eid in (e.source, e.target) for e in self._edges.get((unit.doc, unit.start), []))
+
+    def relevance(
+        self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None
+    ) -> float:
+        """How much a unit says of what the question asks: its weighted share of the question's
+        terms (rare terms weigh more), a headline or a fragment less, the asked kind of value
+        more."""
+        tokens = self._unit_tokens(unit)
+        score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
+        if unit.kind == UnitKind.HEADING:
+            score *= 0.3
+        elif text_width(unit.text) < 25 and unit.kind != UnitKind.ROW:
+            score *= 0.6
+        if hint is not None and hint.search(" ".join([unit.text, *unit.header])):
+            score *= 1.8
+        return score
+
+    def ordered(
+        self,
+        frame: QuestionFrame,
+        units: Iterable[RankedUnit],
+        exclude: Iterable[str] = (),
+        about: Iterable[str] = (),
+    ) -> list[tuple[float, EvidenceUnit]]:
+        """Units by retrieval score and relevance to the question together, best first. A unit
+        that is the evidence of an edge the question asks about (`about`'s licence when it asks
+        for a licence, its hardware when it asks what it runs on) counts more."""
+        items = list(units)
+        if not items:
+            return []
+        weights = self.search.query_weights(frame.text, [])
+        excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
+        weights = {t: w for t, w in weights.items() if t not in excluded}
+        hint = answer_hint(frame.text)
+        asked = asked_relations(frame.text)
+        sources = set(about)
+        rel = {}
+        for r in items:
+            value = self.relevance(r.unit, weights, hint)
+            if asked and any(
+                e.relation in asked and (not sources or e.source in sources)
+                for e in self._edges.get((r.unit.doc, r.unit.start), [])
+            ):
+                value *= 1.6
+            rel[r.unit.id] = value
+        top_rel = max(rel.values()) or 1.0
+        top_score = items[0].score or 1.0
+        scored = [
+            (0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items
+        ]
+        scored.sort(key=lambda t: (-t[0], t[1].id))
+        return scored

@@ -1,0 +1,230 @@
+"""Unit retrieval: the sentences, list items and table rows that answer a question.
+
+A question is matched against every evidence unit three ways, fused by reciprocal rank:
+
+- **lexical**: BM25 over the unit, its table header, lead-in and section title, with English
+  words reduced to a stem (`quantizing` ~ `quantization`) and the question widened by the lexicon:
+  a thesaurus term adds its surfaces in the other language (浏览器 ~ browser), a named entity its
+  aliases (飞桨 ~ PaddlePaddle);
+- **dense**: the unit inherits the multilingual-embedding rank of the chunk that holds it;
+- **graph**: a unit about (or naming) an entity the question names ranks higher.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from ingest.lexical import LexicalIndex
+from ingest.units import stem_text, unit_index_text
+from kg.documents import Chunk, EvidenceUnit, UnitKind
+from kg.lexicon import Lexicon
+
+__all__ = ["STOPWORDS", "RankedUnit", "UnitSearch", "bilingual_search"]
+
+_RRF = 60.0
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+#: English function words and question words: they say nothing about which unit answers.
+STOPWORDS = frozenset(
+    """
+    a an the and or but if of to in on at by for with from into onto about as is are was were
+    be been being do does did done have has had having i we you he she it they me us my our
+    your its their this that these those there here what which who whom whose when where why
+    how can could should would will shall may might must not no yes so than then too very just
+    also only any some all each every more most other such own same both either neither one
+    want wants need needs looking look use using used get got make let like run running which
+    what's i'm we're don't does doesn't isn't aren't
+    什么 哪个 哪些 怎么 如何 为什么 是否 可以 应该 需要 还是 有没有 多少 一个
+    这个 那个 我们 我 你 他们 想 要 用 吗 呢 的 了 是 在 和 与 及 或 也
+    都 就 公司 找 有 选 选哪个 哪 个 让 能 请问 一下 这种 这些 那些 现在
+    直接 还要 还 又 而 但 如果 因为 所以 已经 没有 不 上 下 里 中 对 把 被
+    给 会 该 应 吧 啊 哦 么 做 到 从 向 比 更 最 很 多 少 大 小 自己
+    我们的 你们 他 她 它
+    """.split()  # noqa: SIM905 - a word list reads best as words
+)
+_KIND_PRIOR = {
+    UnitKind.SENTENCE: 1.0,
+    UnitKind.ITEM: 1.0,
+    UnitKind.ROW: 0.9,
+    UnitKind.HEADING: 0.6,
+    UnitKind.CODE: 0.5,
+}
+
+
+def bilingual_search(
+    index: LexicalIndex, weights: dict[str, float], k: int, own: str = ""
+) -> list[tuple[str, float]]:
+    """BM25 with the Chinese and the Latin query tokens scored apart, each scaled to its best hit,
+    then added: a Chinese question's many Chinese words cannot drown what its English names and
+    translated terms find in an English document (and the other way round). A script the
+    question itself (`own`) does not use holds only translations: it counts a third."""
+    cjk = {t: w for t, w in weights.items() if _CJK.search(t)}
+    latin = {t: w for t, w in weights.items() if not _CJK.search(t)}
+    if not cjk or not latin:
+        return index.search_weighted(weights, k)
+    combined: dict[str, float] = {}
+    has_cjk = bool(_CJK.search(own)) if own else True
+    has_latin = bool(re.search(r"[A-Za-z]{2}", own)) if own else True
+    for part, present in ((cjk, has_cjk), (latin, has_latin)):
+        hits = index.search_weighted(part, 3 * k)
+        if not hits:
+            continue
+        top = hits[0][1] or 1.0
+        share = 1.0 if present else 0.35
+        for doc, score in hits:
+            combined[doc] = combined.get(doc, 0.0) + share * score / top
+    return sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+class RankedUnit:
+    """A unit with its fused score and the signals that produced it."""
+
+    __slots__ = ("dense", "lexical", "linked", "score", "unit")
+
+    def __init__(
+        self, unit: EvidenceUnit, score: float, lexical: float, dense: float, linked: bool
+    ):
+        self.unit = unit
+        self.score = score
+        self.lexical = lexical
+        self.dense = dense
+        self.linked = linked
+
+    def __repr__(self) -> str:
+        return f"RankedUnit({self.unit.id!r}, {self.score:.4f})"
+
+
+class UnitSearch:
+    """Read-only over a store's units; safe to share across threads."""
+
+    def __init__(
+        self,
+        units: Sequence[EvidenceUnit],
+        lexical: LexicalIndex,
+        lexicon: Lexicon,
+        chunks: Sequence[Chunk] = (),
+    ) -> None:
+        self.units = list(units)
+        self.by_id = {u.id: u for u in self.units}
+        self.lexical = lexical
+        self.lexicon = lexicon
+        self.doc_weight = 0.3
+        self.dense_weight = 0.15
+        self._chunk_of: dict[str, str] = {}
+        by_doc: dict[str, list[Chunk]] = {}
+        for chunk in chunks:
+            by_doc.setdefault(chunk.doc, []).append(chunk)
+        for unit in self.units:
+            for chunk in by_doc.get(unit.doc, []):
+                if chunk.start <= unit.start < chunk.end:
+                    self._chunk_of[unit.id] = chunk.id
+                    break
+        self.tokenize = lexical.tokenizer.tokenize
+        texts: dict[str, list[str]] = {}
+        for unit in self.units:
+            texts.setdefault(unit.doc, []).append(unit_index_text(unit))
+        self.doc_lexical = LexicalIndex(lexical.tokenizer)
+        self.doc_lexical.build(sorted(texts), [" ".join(texts[d]) for d in sorted(texts)])
+        self.by_subject: dict[str, list[EvidenceUnit]] = {}
+        self.by_mention: dict[str, list[EvidenceUnit]] = {}
+        for unit in self.units:
+            if unit.subject:
+                self.by_subject.setdefault(unit.subject, []).append(unit)
+            for eid in unit.mentions:
+                self.by_mention.setdefault(eid, []).append(unit)
+        # an entity's profile: everything its own units say, searched like one document
+        profiled = sorted(e for e, us in self.by_subject.items() if len(us) >= 2)
+        self.profiles = LexicalIndex(lexical.tokenizer)
+        self.profiles.build(
+            profiled,
+            [" ".join(unit_index_text(u) for u in self.by_subject[e][:400]) for e in profiled],
+        )
+
+    def query_weights(self, question: str, entity_names: Iterable[str] = ()) -> dict[str, float]:
+        """Weighted query tokens: the question's own (stemmed, no function words) weigh 1, the
+        aliases of the entities it names 0.7, and the thesaurus surfaces of its terms in the other
+        language 0.5 (a Chinese question reaches English text and back)."""
+        weights: dict[str, float] = {}
+
+        def add(text: str, weight: float) -> None:
+            for token in self.tokenize(stem_text(text)):
+                if token in STOPWORDS or (len(token) < 2 and token.isascii()):
+                    continue
+                weights[token] = max(weights.get(token, 0.0), weight)
+
+        add(question, 1.0)
+        for name in entity_names:
+            add(name, 0.7)
+        chinese = bool(_CJK.search(question))
+        for key in sorted(self.lexicon.term_keys(question)):
+            for surface in self.lexicon.terms.get(key, []):
+                # the other language's words for a term reach the other language's documents;
+                # the same language's synonyms ("one file" ~ "single file") count less
+                add(surface, 0.5 if bool(_CJK.search(surface)) != chinese else 0.35)
+        return weights
+
+    def profile_search(
+        self, weights: dict[str, float], k: int = 10, own: str = ""
+    ) -> list[tuple[str, float]]:
+        """Entities whose own units, taken together, best match the weighted query."""
+        return bilingual_search(self.profiles, weights, k, own=own)
+
+    def search(
+        self,
+        question: str,
+        *,
+        linked: Iterable[str] = (),
+        entity_names: Iterable[str] = (),
+        dense_chunks: Sequence[tuple[str, float]] = (),
+        k: int = 40,
+        about: set[str] | None = None,
+    ) -> list[RankedUnit]:
+        """The `k` best units for a question, best first (only units about `about`, if given).
+
+        A unit's score is its lexical match (scaled to the best unit's), plus a share of its
+        document's match (the whole document, lexical and dense), plus a share of the dense
+        similarity of its chunk; a unit about or naming an entity the question names gains more.
+        """
+        query = self.query_weights(question, entity_names)
+        lexical_hits = bilingual_search(
+            self.lexical, query, 4 * k if about is None else 4000, own=question
+        )
+        if about is not None:
+            lexical_hits = [h for h in lexical_hits if self.by_id[h[0]].subject in about][: 4 * k]
+        top_lexical = lexical_hits[0][1] if lexical_hits else 1.0
+        lexical = {uid: score / top_lexical for uid, score in lexical_hits}
+        doc_scores: dict[str, float] = {}
+        doc_hits = bilingual_search(self.doc_lexical, query, 10, own=question)
+        top_doc = doc_hits[0][1] if doc_hits else 1.0
+        for doc, score in doc_hits:
+            doc_scores[doc] = 0.6 * score / top_doc
+        dense = {}
+        if dense_chunks:
+            best, worst = dense_chunks[0][1], dense_chunks[-1][1]
+            spread = (best - worst) or 1.0
+            dense = {cid: (score - worst) / spread for cid, score in dense_chunks}
+            seen: dict[str, float] = {}
+            for cid, value in dense.items():
+                doc = cid.split("#", 1)[0]
+                seen[doc] = max(seen.get(doc, 0.0), value)
+            for doc, value in seen.items():
+                doc_scores[doc] = doc_scores.get(doc, 0.0) + 0.15 * value
+        wanted = set(linked)
+        ranked = []
+        for uid, lex in lexical.items():
+            unit = self.by_id.get(uid)
+            if unit is None:
+                continue
+            chunk = dense.get(self._chunk_of.get(uid, ""), 0.0)
+            score = (
+                lex + self.doc_weight * doc_scores.get(unit.doc, 0.0) + self.dense_weight * chunk
+            )
+            is_linked = bool(wanted) and (
+                unit.subject in wanted or bool(wanted & set(unit.mentions))
+            )
+            if is_linked:
+                score *= 1.15
+            score *= _KIND_PRIOR.get(unit.kind, 1.0)
+            ranked.append(RankedUnit(unit, score, lex, chunk, is_linked))
+        ranked.sort(key=lambda r: (-r.score, r.unit.id))
+        return ranked[:k]

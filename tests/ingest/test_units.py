@@ -1,0 +1,303 @@
+"""Evidence units on a hand-written README: verbatim spans, clean text, table rows with their
+header, nested items with their parent, lead-in context, navigation dropped, long text cut."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ingest.markdown import parse_markdown
+from ingest.markup import clean_inline, strip_markup
+from ingest.units import (
+    MAX_UNIT_CHARS,
+    document_units,
+    item_lead,
+    stem,
+    stem_text,
+    unit_index_text,
+)
+from kg.documents import Document, EvidenceUnit, UnitKind
+
+README = """\
+# Brindle
+
+**Brindle** is a tokenizer library. It runs on *NVIDIA* GPUs &amp; CPUs.
+
+Supported platforms:
+
+| OS | Status |
+|----|--------|
+| Linux | ✅ |
+| [macOS](https://apple.com) | **beta** |
+
+Install it with:
+
+```bash
+pip install brindle
+brindle --help
+```
+
+## Features
+
+- **Speed**: Encodes 1M tokens per second.
+  - Measured on one core. Really.
+    - Single thread
+- Formats - reads `GGUF` and ONNX
+
+[Docs](https://d) | [API](https://a) | [Blog](https://b) | [Forum](https://f)
+
+<p align="center"><a href="#a">论文</a> | <a href="#b">文档</a> |
+<a href="#c">例程</a> | <a href="#d">论坛</a></p>
+"""
+
+_MARKUP = re.compile(r"\*\*|`|\]\(|https?://|<[a-z/]|&amp;|\{#|!\[")
+
+
+def units_of(text: str, doc_id: str = "brindle/README.md") -> tuple[Document, list[EvidenceUnit]]:
+    doc = Document.from_text(doc_id, text, media_type="text/markdown")
+    units = document_units(doc, parse_markdown(doc))
+    check_units(doc, units)
+    return doc, units
+
+
+def check_units(doc: Document, units: list[EvidenceUnit]) -> None:
+    """Spans are verbatim, trimmed, in order and disjoint; text is what a reader sees."""
+    previous_end = 0
+    for u in units:
+        quote = doc.text[u.start : u.end]
+        assert u.id == f"{doc.id}#{u.start}-{u.end}" and u.doc == doc.id
+        assert 0 <= u.start < u.end <= len(doc.text)
+        assert quote == quote.strip()
+        assert u.start >= previous_end, f"unit overlaps the one before: {quote!r}"
+        previous_end = u.end
+        assert u.text and u.text == u.text.strip()
+        if u.kind in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.ROW, UnitKind.HEADING):
+            assert not _MARKUP.search(u.text), u.text
+            assert len(u.text) <= MAX_UNIT_CHARS
+        if u.kind == UnitKind.ROW:
+            assert u.text == " | ".join(u.cells)
+            assert quote.startswith("|") or not quote.endswith("|")
+        elif u.kind == UnitKind.HEADING:
+            assert u.heading_path and u.text == u.heading_path[-1]
+            assert u.text in strip_markup(quote)
+        elif u.kind == UnitKind.CODE:
+            assert all(line.strip() in quote for line in u.text.split("\n"))
+        else:
+            assert clean_inline(doc.text, u.start, u.end).text == u.text, quote
+
+
+def view(units: list[EvidenceUnit]) -> list[tuple[str, str]]:
+    return [(u.kind.value, u.text) for u in units]
+
+
+def test_readme_units() -> None:
+    doc, units = units_of(README)
+    assert view(units) == [
+        ("heading", "Brindle"),
+        ("sentence", "Brindle is a tokenizer library."),
+        ("sentence", "It runs on NVIDIA GPUs & CPUs."),
+        ("sentence", "Supported platforms:"),
+        ("row", "Linux | ✅"),
+        ("row", "macOS | beta"),
+        ("sentence", "Install it with:"),
+        ("code", "pip install brindle\nbrindle --help"),
+        ("heading", "Features"),
+        ("item", "Speed: Encodes 1M tokens per second."),
+        ("item", "Measured on one core. Really."),
+        ("item", "Single thread"),
+        ("item", "Formats - reads GGUF and ONNX"),
+    ]
+    quotes = [doc.text[u.start : u.end] for u in units]
+    assert quotes[1] == "**Brindle** is a tokenizer library."
+    assert quotes[2] == "It runs on *NVIDIA* GPUs &amp; CPUs."
+    assert quotes[5] == "| [macOS](https://apple.com) | **beta** |"
+    assert quotes[7] == "pip install brindle\nbrindle --help"
+    assert quotes[8] == "## Features"
+    assert [u.heading_path for u in units][-1] == ("Brindle", "Features")
+
+
+def test_table_rows_keep_header_cells_and_context() -> None:
+    _, units = units_of(README)
+    rows = [u for u in units if u.kind == UnitKind.ROW]
+    assert [(u.cells, u.header, u.context) for u in rows] == [
+        (["Linux", "✅"], ["OS", "Status"], "Supported platforms:"),
+        (["macOS", "beta"], ["OS", "Status"], "Supported platforms:"),
+    ]
+
+
+def test_nested_items_get_their_parent_as_context_and_leads() -> None:
+    _, units = units_of(README)
+    items = [(u.text, u.lead, u.context) for u in units if u.kind == UnitKind.ITEM]
+    assert items == [
+        ("Speed: Encodes 1M tokens per second.", "Speed", ""),
+        ("Measured on one core. Really.", "", "Speed: Encodes 1M tokens per second."),
+        ("Single thread", "", "Measured on one core."),
+        ("Formats - reads GGUF and ONNX", "Formats", ""),
+    ]
+
+
+def test_a_colon_sentence_gives_the_next_block_its_context() -> None:
+    text = "Requirements:\n\n- Python 3.10\n- CUDA 12.1\n\nOther text.\n\n- unrelated item\n"
+    _, units = units_of(text)
+    assert [(u.text, u.context) for u in units] == [
+        ("Requirements:", ""),
+        ("Python 3.10", "Requirements:"),
+        ("CUDA 12.1", "Requirements:"),
+        ("Other text.", ""),
+        ("unrelated item", ""),
+    ]
+
+
+def test_colon_context_is_chinese_too_and_reaches_code() -> None:
+    _, units = units_of("安装方法：\n\n```\npip install brindle\n```\n")
+    assert [(u.kind.value, u.text, u.context) for u in units] == [
+        ("sentence", "安装方法：", ""),
+        ("code", "pip install brindle", "安装方法："),
+    ]
+
+
+def test_colon_context_does_not_cross_a_heading() -> None:
+    _, units = units_of("Requirements:\n\n## Next\n\n- Python 3.10\n")
+    assert [(u.text, u.context) for u in units] == [
+        ("Requirements:", ""),
+        ("Next", ""),
+        ("Python 3.10", ""),
+    ]
+
+
+def test_navigation_blocks_yield_no_units() -> None:
+    _, units = units_of(README)
+    assert not any("Docs" in u.text or "论文" in u.text for u in units)
+
+
+def test_a_paragraph_with_links_and_sentences_is_no_navigation() -> None:
+    text = "Read [a](https://a) and [b](https://b). Try [c](https://c) or [d](https://d).\n"
+    _, units = units_of(text)
+    assert view(units) == [("sentence", "Read a and b."), ("sentence", "Try c or d.")]
+
+
+def test_long_sentence_is_cut_at_soft_breaks() -> None:
+    clause = "Brindle encodes text into tokens quickly"
+    text = ", ".join([clause] * 40) + ".\n"
+    _, units = units_of(text)
+    assert len(units) > 1
+    assert all(len(u.text) <= MAX_UNIT_CHARS for u in units)
+    assert all(u.kind == UnitKind.SENTENCE for u in units)
+    assert all(u.text.endswith(",") for u in units[:-1])  # cut right after a comma
+    assert " ".join(u.text for u in units) == strip_markup(text)
+
+
+def test_long_sentence_without_breaks_is_cut_at_the_limit() -> None:
+    text = "x" * 2000 + "\n"
+    _, units = units_of("word " + text)
+    assert [len(u.text) for u in units] == [MAX_UNIT_CHARS] * 4 + [2005 - 4 * MAX_UNIT_CHARS]
+
+
+def test_long_item_is_cut_and_only_its_first_piece_has_the_lead() -> None:
+    text = (
+        "- **Speed**: " + "; ".join(["encodes a million tokens per second on one core"] * 20) + "\n"
+    )
+    _, units = units_of(text)
+    assert len(units) > 1
+    assert all(u.kind == UnitKind.ITEM for u in units)
+    assert [u.lead for u in units] == ["Speed"] + [""] * (len(units) - 1)
+    assert all(len(u.text) <= MAX_UNIT_CHARS for u in units)
+
+
+def test_code_unit_shows_at_most_eight_lines() -> None:
+    body = "\n".join(f"line_{i} = {i}" for i in range(12))
+    doc, units = units_of(f"```python\n{body}\n```\n")
+    assert len(units) == 1
+    assert units[0].text == "\n".join(f"line_{i} = {i}" for i in range(8))
+    assert doc.text[units[0].start : units[0].end] == units[0].text
+
+
+def test_very_long_code_yields_no_unit() -> None:
+    body = "\n".join(f"x{i} = {i}" for i in range(40))
+    _, units = units_of(f"```\n{body}\n```\n")
+    assert units == []
+
+
+def test_one_megabyte_line_is_cut_into_short_units() -> None:
+    _, units = units_of("word " * 200_000)
+    assert len(units) > 2000
+    assert max(len(u.text) for u in units) <= MAX_UNIT_CHARS
+
+
+def test_sentence_ending_in_a_link_quotes_cleanly() -> None:
+    doc = Document.from_text(
+        "t.md", "Brindle works with [PyTorch](https://pytorch.org)\n", media_type="text/markdown"
+    )
+    (unit,) = document_units(doc, parse_markdown(doc))
+    assert unit.text == "Brindle works with PyTorch"
+    assert clean_inline(doc.text, unit.start, unit.end).text == unit.text
+
+
+# -- item_lead, stems, index text --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("clean", "lead"),
+    [
+        ("Hardware: Supports CPU, Apple, NVIDIA", "Hardware"),
+        ("NNCF - advanced model optimization techniques", "NNCF"),
+        ("Optimum Intel – Intel extension", "Optimum Intel"),
+        ("硬件：支持 CPU", "硬件"),
+        ("This is a long sentence without a lead term at all.", ""),
+        ("Seven words in this lead are too many: x", ""),
+        ("See https://x.org: the docs", ""),
+        ("Ends here. Then: more", "Ends here. Then"),
+        ("no-dash-lead-here", ""),
+        (": starts with a colon", ""),
+    ],
+)
+def test_item_lead(clean: str, lead: str) -> None:
+    assert item_lead(clean) == lead
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("quantization", "quant"),
+        ("quantizing", "quant"),
+        ("quantized", "quant"),
+        ("quantize", "quant"),
+        ("binaries", "binari"),
+        ("supports", "support"),
+        ("supported", "support"),
+        ("Models", "model"),
+        ("GPUs", "gpu"),
+        ("runs", "run"),
+        ("bits", "bit"),
+        ("needs", "need"),
+        ("class", "class"),
+        ("uses", "use"),
+        ("tuned", "tuned"),  # a stem keeps four letters before "ed"
+        ("ONNX", "onnx"),
+    ],
+)
+def test_stem(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+def test_stem_text_only_touches_english_words() -> None:
+    assert (
+        stem_text("Quantizing models for 浏览器 on GPUs v2.1")
+        == "quant model for 浏览器 on GPUs v2.1"
+    )
+
+
+def test_unit_index_text_reads_header_context_and_text_not_headings() -> None:
+    unit = EvidenceUnit(
+        id="d#0-1",
+        doc="d",
+        start=0,
+        end=1,
+        kind=UnitKind.ROW,
+        text="4090 | 38",
+        header=["GPU", "tokens"],
+        context="Measured speeds:",
+        heading_path=("Performance",),
+    )
+    assert unit_index_text(unit) == "GPU token measur speed: 4090 | 38"

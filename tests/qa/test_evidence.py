@@ -1,0 +1,174 @@
+"""The evidence composer on three small READMEs written for this test (English and Chinese, with
+badges, tables, code and links, the way projects write them): what a question is about, which
+thing answers it, which sentences say so, and when the sources do not cover it. Every answer is
+checked against the graph export and the files as written (`grounding`), not through the
+verifier the assistant runs itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from grounding import assert_grounded, exported_edges
+from store_fixture import article_store
+
+from qa.api import Assistant
+from qa.schema import Answer, FallbackKind
+
+ZEPHYR = """# Zephyr
+
+[![PyPI](https://img.shields.io/pypi/v/zephyr.svg)](https://pypi.org/project/zephyr/)
+[![License](https://img.shields.io/badge/license-Apache--2.0-blue.svg)](LICENSE)
+
+Zephyr is a fast inference engine for large language models, with continuous batching and
+paged attention.
+
+## Hardware
+
+- Runs on NVIDIA GPUs and AMD GPUs (ROCm 6.0 or later).
+- Windows is not supported; use WSL2 instead.
+
+## Install
+
+```bash
+pip install zephyr-llm
+```
+
+Python 3.10 or later is required.
+
+## Benchmarks
+
+| Model | GPU | Tokens/s |
+|---|---|---|
+| Llama-3 8B | A100 | 2400 |
+| Llama-3 70B | H100 | 900 |
+"""
+
+QUILL = """# Quill
+
+Quill is a library for fine-tuning LLMs with LoRA and QLoRA on a single consumer GPU.
+See the [docs](https://quill.example.org) for recipes.
+
+## Memory
+
+| Model size | QLoRA VRAM | LoRA VRAM |
+|---|---|---|
+| 7B | 6 GB | 16 GB |
+| 13B | 10 GB | 28 GB |
+
+Quill exports merged adapters to GGUF for llama.cpp.
+"""
+
+LUMEN = """# Lumen
+
+[English](README.md) | 简体中文
+
+Lumen 是一个面向 CPU 的推理引擎，提供 OpenAI 兼容的 API，适合没有 GPU 的服务器。
+
+## 平台
+
+- 支持 Linux 和 macOS。
+- 暂不支持 Windows。
+
+## 快速开始
+
+```bash
+lumen serve --model qwen2.5-0.5b --port 8080
+```
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    files = {"zephyr-README.md": ZEPHYR, "quill-README.md": QUILL, "lumen-README_zh.md": LUMEN}
+    return article_store(tmp_path_factory, files)
+
+
+@pytest.fixture(scope="module")
+def assistant(store: Path) -> Assistant:
+    return Assistant.open(store, dense=False)
+
+
+@pytest.fixture(scope="module")
+def grounded(store: Path) -> object:
+    edges = exported_edges(store)
+    docs = {"zephyr-README.md": ZEPHYR, "quill-README.md": QUILL, "lumen-README_zh.md": LUMEN}
+    return lambda answer: assert_grounded(answer, edges, docs)
+
+
+def _quotes(answer: Answer) -> str:
+    return answer.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "pick", "said"),
+    [
+        ("Which inference engine runs on AMD GPUs?", "Zephyr", "AMD GPUs"),
+        (
+            "我只有 CPU 服务器，想要 OpenAI 兼容的接口，用哪个推理引擎？",
+            "Lumen",
+            "OpenAI 兼容的 API",
+        ),
+        ("What should I use to fine-tune a 7B model with QLoRA on one GPU?", "Quill", "QLoRA"),
+    ],
+)
+def test_the_thing_the_sources_describe_for_the_need_is_recommended(
+    assistant: Assistant, grounded: object, question: str, pick: str, said: str
+) -> None:
+    answer = assistant.ask(question)
+    assert not answer.abstained, answer.answer
+    assert answer.recommendations and answer.recommendations[0].name == pick, answer.answer
+    assert said in answer.answer
+    grounded(answer)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("Does Zephyr support Windows?", "Windows is not supported"),
+        ("Which Python version does Zephyr need?", "Python 3.10 or later is required"),
+        ("How much VRAM does Quill need for a 13B model with QLoRA?", "10 GB"),
+        ("Lumen 支持哪些平台？", "Linux 和 macOS"),
+    ],
+)
+def test_a_fact_question_is_answered_with_the_sentence_that_states_it(
+    assistant: Assistant, grounded: object, question: str, said: str
+) -> None:
+    answer = assistant.ask(question)
+    assert not answer.abstained, answer.answer
+    assert said in answer.answer, answer.answer
+    grounded(answer)  # type: ignore[operator]
+
+
+def test_a_negative_claim_is_read_as_one(assistant: Assistant) -> None:
+    relations = {
+        (r.source, r.relation.value, r.target)
+        for r in assistant.graph.relations()
+        if r.target == "platform:windows"
+    }
+    zephyr = assistant.graph.find("Zephyr")
+    lumen = assistant.graph.find("Lumen")
+    assert (zephyr, "NOT_SUPPORTED", "platform:windows") in relations
+    assert (lumen, "NOT_SUPPORTED", "platform:windows") in relations
+    assert (zephyr, "SUPPORTS", "platform:windows") not in relations
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Should I use Kestrel or Zephyr for serving?",  # Kestrel is in no document
+        "How much does a Zephyr enterprise license cost per year?",  # no price anywhere
+        "量子计算机该买哪一台？",  # nothing in the sources is about it
+    ],
+)
+def test_what_the_sources_do_not_cover_is_declined(assistant: Assistant, question: str) -> None:
+    answer = assistant.ask(question)
+    assert answer.abstained, answer.answer
+    assert answer.fallback is not None and answer.fallback.kind is FallbackKind.NOT_COVERED
+    assert (answer.recommendations, answer.citations) == ([], [])
+
+
+def test_a_chinese_decline_is_in_chinese(assistant: Assistant) -> None:
+    answer = assistant.ask("量子计算机该买哪一台？")
+    assert answer.abstained and answer.answer.startswith("资料未涵盖这个问题")
+    assert not any(word in answer.answer for word in ("sources", "nothing", "question"))
