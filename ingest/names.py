@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kg.lexicon import Mention, surface_pattern
+from kg.patterns import one_pass_pattern
 from kg.schema import (
     normalize_name,
 )
@@ -77,8 +78,9 @@ class NameMatcher:
                 exact_parts.append(surface_pattern(surface))
             else:
                 folded_parts.append(flex_pattern(surface).translate(_ASCII_LOWER))
-        self._folded = re.compile("|".join(folded_parts) or "(?!)")
-        self._exact = re.compile("|".join(exact_parts) or "(?!)")
+        # one pass over the text, whatever the number of names (`kg.patterns`)
+        self._folded = one_pass_pattern(folded_parts)
+        self._exact = one_pass_pattern(exact_parts)
 
     def find(self, text: str) -> list[Mention]:
         """Non-overlapping mentions, longest first where two overlap."""

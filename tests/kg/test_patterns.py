@@ -1,18 +1,18 @@
-"""One pass for many names (`kg.patterns`, `kg.names`): the same matches as one alternation of
+"""One pass for many names (`kg.patterns`, `ingest.names`): the same matches as one alternation of
 the same patterns, on every line of the bundled and real-docs corpora; the lexicon's mentions and
 terms, and a name matcher with case-sensitive names, as the joined patterns find them."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from needs import real_docs
 
+from ingest.names import NameMatcher, flex_pattern
 from kg.lexicon import Lexicon, Mention, _longest_first, surface_pattern
-from kg.names import SurfaceMatcher, folded_surface_pattern
 from kg.patterns import one_pass_pattern, split_head
 from kg.schema import normalize_name
 
@@ -141,9 +141,9 @@ def test_lexicon_mentions_and_terms_are_the_joined_patterns(
 
 
 class _JoinedMatcher:
-    """`SurfaceMatcher` with one plain alternation per case mode (the reference)."""
+    """`NameMatcher` with one plain alternation per case mode (the reference)."""
 
-    def __init__(self, surfaces: list[tuple[str, str, bool]], folded: Callable[[str], str]) -> None:
+    def __init__(self, surfaces: list[tuple[str, str, bool]]) -> None:
         unique = {(s.strip(), k, cs) for s, k, cs in surfaces if len(normalize_name(s)) >= 2}
         ordered = sorted(unique, key=lambda t: (-len(t[0]), t[0], t[1]))
         self.keys: dict[str, str] = {}
@@ -154,14 +154,14 @@ class _JoinedMatcher:
                 self.keys.setdefault("=" + surface, key)
                 exact_parts.append(surface_pattern(surface))
             else:
-                folded_parts.append(folded(surface))
+                folded_parts.append(flex_pattern(surface).translate(ASCII_LOWER))
         self.folded = re.compile("|".join(folded_parts) or "(?!)")
         self.exact = re.compile("|".join(exact_parts) or "(?!)")
 
     def find(self, text: str) -> list[tuple[int, int, str, str]]:
         found = []
         for pattern, searched, exact in (
-            (self.folded, text.lower(), False),
+            (self.folded, text.translate(ASCII_LOWER), False),
             (self.exact, text, True),
         ):
             for match in pattern.finditer(searched):
@@ -181,7 +181,7 @@ class _JoinedMatcher:
         return kept
 
 
-def test_surface_matcher_is_the_joined_matcher(lexicon: Lexicon, lines: list[str]) -> None:
+def test_name_matcher_is_the_joined_matcher(lexicon: Lexicon, lines: list[str]) -> None:
     # names written like ordinary capitalised words are matched only as written
     surfaces = [
         (surface, entry.id, surface[:1].isupper() and surface[1:].islower())
@@ -189,9 +189,8 @@ def test_surface_matcher_is_the_joined_matcher(lexicon: Lexicon, lines: list[str
         for surface in entry.surfaces
     ]
     assert any(cs for _s, _k, cs in surfaces) and not all(cs for _s, _k, cs in surfaces)
-    for folded in (folded_surface_pattern, lambda s: _tolerant_pattern(s).lower()):
-        matcher = SurfaceMatcher(surfaces, folded_pattern=folded)
-        reference = _JoinedMatcher(surfaces, folded)
-        found = [[(m.start, m.end, m.surface, m.key) for m in matcher.find(t)] for t in lines]
-        assert sum(map(len, found)) > 2000
-        assert found == [reference.find(t) for t in lines]
+    matcher = NameMatcher(surfaces)
+    reference = _JoinedMatcher(surfaces)
+    found = [[(m.start, m.end, m.surface, m.key) for m in matcher.find(t)] for t in lines]
+    assert sum(map(len, found)) > 2000
+    assert found == [reference.find(t) for t in lines]
