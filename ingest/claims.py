@@ -37,9 +37,10 @@ _SITUATIONAL = frozenset(
     {NodeType.HARDWARE, NodeType.PLATFORM, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
 )
 _NEGATION = re.compile(
-    r"not (?:yet )?supported|unsupported|no support|"
+    # English cues start a word: "OpenVINO supports" holds no "no support"
+    r"\b(?:not (?:yet )?supported|unsupported|no support|"
     r"(?:does|do|did)(?:n't| not) (?:support|work|run)|"
-    r"won't|cannot|can't|not available|isn't available|❌|不支持|暂不支持|无法|不能",
+    r"won't|cannot|can't|not available|isn't available)|❌|不支持|暂不支持|无法|不能",
     re.I,
 )
 _REQUIRE = re.compile(
@@ -86,6 +87,8 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     >>> claim_relation("Training is not supported on Windows", 29, 36, NodeType.PLATFORM)
     <RelationType.NOT_SUPPORTED: 'NOT_SUPPORTED'>
     >>> claim_relation("Runs on NVIDIA GPUs", 8, 19, NodeType.HARDWARE)
+    <RelationType.RUNS_ON: 'RUNS_ON'>
+    >>> claim_relation("OpenVINO supports the CPU and NPU", 22, 25, NodeType.HARDWARE)
     <RelationType.RUNS_ON: 'RUNS_ON'>
     >>> claim_relation("a drop-in replacement for PyTorch", 26, 33, NodeType.FRAMEWORK)
     <RelationType.ALTERNATIVE_TO: 'ALTERNATIVE_TO'>

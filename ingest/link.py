@@ -268,16 +268,19 @@ def link_corpus(
             if about is None:
                 continue
             used.add(about)
+            speakers = _sentence_subjects(unit.text, mentions)
             for mention in mentions:
-                if mention.key == about or mention.key not in entities:
+                source = _speaker(speakers, mention.start) or about
+                if mention.key == source or mention.key not in entities:
                     continue
                 target = entities[mention.key]
                 if target.type == NodeType.CRITERION:
                     continue  # "performance" in running text is no claim about a criterion
                 relation = claim_relation(unit.text, mention.start, mention.end, target.type)
                 relations.append(
-                    Relation(source=about, relation=relation, target=mention.key, evidence=[ev])
+                    Relation(source=source, relation=relation, target=mention.key, evidence=[ev])
                 )
+                used.add(source)
                 used.add(mention.key)
     for part, project in editions:
         relations.append(
@@ -373,6 +376,41 @@ def _editions(
         if entity.type in SOLUTION_TYPES or entity.type == NodeType.PLATFORM:
             pairs.append((eid, head))
     return pairs
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+
+
+def _sentence_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, int, str]]:
+    """(start, end, entity) of each sentence after a unit's first that opens with a thing one
+    uses and a verb: "**Broad Platform Compatibility**: Reduce … OpenVINO supports inference on
+    CPU …" claims CPU for OpenVINO, not for the item's label.
+
+    >>> text = "Label: Do things. OpenVINO supports NPUs. It is fast."
+    >>> _sentence_subjects(text, [Mention(start=18, end=26, surface="OpenVINO", key="tool:ov")])
+    [(18, 42, 'tool:ov')]
+    >>> _sentence_subjects(text, [Mention(start=18, end=26, surface="OpenVINO", key="hw:ov")])
+    []
+    """
+    starts = [m.end() for m in _SENTENCE_END.finditer(text)]
+    if not starts:
+        return []
+    found: list[tuple[int, int, str]] = []
+    for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
+        first = next((m for m in mentions if m.start >= start), None)
+        if (
+            first is not None
+            and first.start <= start + 1
+            and first.key.split(":")[0] in _SUBJECT_PREFIXES
+            and _PREDICATE.match(text[first.end :])
+        ):
+            found.append((start, end, first.key))
+    return found
+
+
+def _speaker(speakers: list[tuple[int, int, str]], at: int) -> str | None:
+    """The subject of the sentence holding position `at`, where that sentence names its own."""
+    return next((key for start, end, key in speakers if start <= at < end), None)
 
 
 def _unit_subject(

@@ -93,8 +93,21 @@ class CandidateScorer(UnitIndex):
         top_profile = max(profile.values(), default=1.0) or 1.0
         # what the question requires (named and not itself a candidate): Inferentia, PyTorch
         constraints = [c for c in sorted(named) if c not in set(evidence) | set(profile)]
+        pool = set(evidence) | set(profile)
+        signs = {eid: self.constraint_signs(eid, constraints) for eid in pool}
+        # hardware or a platform few units name ("AWS Inferentia", not "GPU") that some candidate
+        # is linked to is a requirement the others are not known to meet: they rank after it
+        # however well their words match
+        decisive = [
+            c
+            for c in constraints
+            if self.graph.entity(c).type in (NodeType.HARDWARE, NodeType.PLATFORM)
+            and self.is_rare(c)
+            and any(signs[eid].get(c, 0.0) > 0 for eid in pool)
+        ]
         scored: list[Candidate] = []
-        for eid in set(evidence) | set(profile):
+        unmet: dict[str, int] = {}
+        for eid in pool:
             node_type = self.graph.entity(eid).type
             fit = 1.0
             if wanted:
@@ -109,9 +122,12 @@ class CandidateScorer(UnitIndex):
                 0.55 * evidence.get(eid, 0.0) / top_evidence
                 + 0.45 * profile.get(eid, 0.0) / top_profile
             )
-            score *= 1.0 + self.constraint_fit(eid, constraints)
+            fit_sum = sum(sign * self.specificity(c) for c, sign in signs[eid].items())
+            score *= 1.0 + max(-0.5, 0.6 * fit_sum)
+            unmet[eid] = sum(1 for c in decisive if signs[eid].get(c, 0.0) <= 0)
+            score *= 0.6 ** unmet[eid]
             scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
-        scored.sort(key=lambda t: (-t[1], t[0]))
+        scored.sort(key=lambda t: (unmet[t[0]], -t[1], t[0]))
         if wanted and not wanted & SOFTWARE:
             # "which technique / which GPU": only things of that kind answer, when there are any
             exact = [c for c in scored if self.graph.entity(c[0]).type in wanted]
@@ -120,16 +136,22 @@ class CandidateScorer(UnitIndex):
         close = [c for c in scored if c[1] >= 0.55 * top_score][:3]
         return close, [c for c in scored if c not in close]
 
-    def constraint_fit(self, eid: str, constraints: list[str]) -> float:
-        """How many of the things a question requires (Inferentia, PyTorch, a format) the graph
-        links a candidate to, each weighted by how specific it is; a NOT_SUPPORTED edge counts
-        against. `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum fit "部署到 AWS Inferentia"."""
+    def is_rare(self, eid: str) -> bool:
+        """Whether few units name a thing (at most one in a hundred, or two): naming it says
+        something specific ("AWS Inferentia"), unlike a thing every document names ("GPU")."""
+        named_in = len(self.search.by_mention.get(eid, []))
+        return named_in <= max(2, len(self.search.units) // 100)
+
+    def constraint_signs(self, eid: str, constraints: list[str]) -> dict[str, float]:
+        """The things a question requires (Inferentia, PyTorch, a format) that the graph links a
+        candidate to: 1.0 each, -1.0 where every such edge is NOT_SUPPORTED.
+        `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum meet "部署到 AWS Inferentia"."""
         if not constraints:
-            return 0.0
+            return {}
         nodes = {eid} | {
             r.source for r in self.graph.in_relations(eid) if r.relation == RelationType.PART_OF
         }
-        fit = 0.0
+        signs: dict[str, float] = {}
         for constraint in constraints:
             relations = [
                 r
@@ -140,9 +162,10 @@ class CandidateScorer(UnitIndex):
             ]
             if not relations:
                 continue
-            sign = -1.0 if all(r.relation == RelationType.NOT_SUPPORTED for r in relations) else 1.0
-            fit += sign * self.specificity(constraint)
-        return max(-0.5, 0.6 * fit)
+            signs[constraint] = (
+                -1.0 if all(r.relation == RelationType.NOT_SUPPORTED for r in relations) else 1.0
+            )
+        return signs
 
     def _clause_share(self, unit: EvidenceUnit, eid: str, terms: dict[str, float]) -> float:
         """How much of a unit's match a thing it names earns: a sentence that lists four tools,

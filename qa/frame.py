@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from kg.schema import NodeType
 
 __all__ = [
+    "PICK_VERBS",
     "Option",
     "QuestionFrame",
     "asked_types",
@@ -60,17 +61,22 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
         frozenset({NodeType.HARDWARE}),
     ),
 ]
+#: what one does with the thing one picks: "should I adopt …", "what should we switch to"
+PICK_VERBS = (
+    r"use|pick|choose|install|try|look at|go with|learn|start|take|follow|adopt|deploy|"
+    r"switch to|migrate to|move to"
+)
 _CHOICE = re.compile(
     r"\bwhich\b|what (?:\w+\s+){0,3}should|what (?:do you )?(?:recommend|suggest)|\brecommend|"
-    r"\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|take|follow)|"
+    rf"\bsuggest|should (?:i|we) (?:{PICK_VERBS})|"
     r"what (?:fits|to use|tool|"
     r"framework|library|engine|project)|is there (?:a|an) |\bbest way\b|选哪|选什么|用什么|用哪|"
     r"用啥|推荐|哪个|哪一个|哪款|哪种|哪家|该选|该用|怎么选|如何选|有什么工具|什么工具|什么框架",
     re.I,
 )
 _RECOMMEND = re.compile(
-    r"\brecommend|\bsuggest|should (?:i|we) (?:use|pick|choose|install|try|look at|go with|learn|"
-    r"start|take|follow)|what (?:should|to) use|what fits|best way|"
+    rf"\brecommend|\bsuggest|should (?:i|we) (?:{PICK_VERBS})\b|what (?:should|to) use|what fits|"
+    r"best way|"
     r"选哪|选什么|用什么|用哪|用啥|该选|该用|"
     r"推荐(?:哪|什么|一个|一款|一下|用哪|用什么)|推荐[^，。？?]{0,8}[？?]|"
     r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|"

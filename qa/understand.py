@@ -16,6 +16,7 @@ from kg.errors import QuestionError
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
+from qa.frame import PICK_VERBS
 from qa.schema import Language, LinkedEntity, Question, QuestionKind
 
 __all__ = [
@@ -55,8 +56,12 @@ _KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
         QuestionKind.CHOOSE,
         re.compile(
             r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|"
-            r"which (?:\w+ ){0,3}(?:should|to use|is best)|what should i (?:use|pick|choose|learn)|"
-            r"recommend",
+            r"which (?:\w+ ){0,3}(?:should|to use|is best)|recommend|"
+            rf"what (?:\w+ ){{0,2}}should (?:i|we) (?:{PICK_VERBS})\b|"
+            # "Which library?", "Which library gives …" ask for a pick; "which backend does Keras
+            # use" asks a fact about Keras
+            r"\bwhich (?:[\w-]+ ){0,2}(?:librar(?:y|ies)|frameworks?|engines?|tools?|toolkits?|"
+            r"runtimes?|projects?|packages?|servers?|one)\b(?!\s+(?:does|do|did|is|are|was|were)\b)",
             re.I,
         ),
     ),
@@ -140,6 +145,10 @@ def detect_kind(text: str, solution_mentions: int) -> QuestionKind:
 
     >>> detect_kind("DDP 和 FSDP 有什么区别？", 2)
     <QuestionKind.COMPARE: 'compare'>
+    >>> detect_kind("We run ONNX Runtime or OpenVINO. Which library?", 2)
+    <QuestionKind.CHOOSE: 'choose'>
+    >>> detect_kind("Which backend does Keras use by default?", 1)
+    <QuestionKind.FACT: 'fact'>
     """
     for kind, pattern in _KIND_PATTERNS:
         if pattern.search(text):

@@ -244,6 +244,19 @@ def test_but_not_on_is_no_runs_on(lexicon: Lexicon) -> None:
     assert ("framework:zephyrix", "RUNS_ON", "platform:windows") not in triples(result)
 
 
+def test_a_sentence_that_names_its_own_subject_claims_for_it(lexicon: Lexicon) -> None:
+    # a feature list's bold label is not what the item's later sentences speak of
+    corpus = {
+        "zephyrix-README.md": "# Zephyrix\n\nZephyrix is an inference engine for Rust.\n\n"
+        "## Features\n\n"
+        "- **Broad Reach**: Deploy anywhere. Zephyrix runs on Linux and the Intel NPU.\n"
+    }
+    found = triples(link_corpus(read(corpus), lexicon))
+    engine = next(s for s, _r, _t in found if s.endswith(":zephyrix"))
+    assert (engine, "RUNS_ON", "platform:linux") in found
+    assert not {t for t in found if t[0] != engine and t[2] == "platform:linux"}
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="an edition named only by a section heading ('## Zephyrix Studio') is not discovered "
@@ -340,6 +353,9 @@ def test_claim_relation(text: str, name: str, target: NodeType, expected: Relati
             RelationType.NOT_SUPPORTED,
         ),
         ("Python 3.10 or later is required", "Python", NodeType.LANGUAGE, RelationType.REQUIRES),
+        # a cue inside a word is no cue: "OpeNVINO SUPPORTs", "NoSupportLib supports"
+        ("OpenVINO supports the CPU and NPU", "NPU", NodeType.HARDWARE, RelationType.RUNS_ON),
+        ("DynaNoSupport runs on Linux", "Linux", NodeType.PLATFORM, RelationType.RUNS_ON),
     ],
 )
 def test_claim_relation_negations_and_requirements(
