@@ -269,9 +269,12 @@ def link_corpus(
                 continue
             used.add(about)
             speakers = _sentence_subjects(unit.text, mentions)
+            speakers += _clause_subjects(unit.text, mentions)
             for mention in mentions:
                 source = _speaker(speakers, mention.start) or about
-                if mention.key == source or mention.key not in entities:
+                if mention.key == source:
+                    source = about  # the thing a clause speaks of is the unit subject's
+                if source is None or mention.key == source or mention.key not in entities:
                     continue
                 target = entities[mention.key]
                 if target.type == NodeType.CRITERION:
@@ -408,9 +411,40 @@ def _sentence_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, in
     return found
 
 
+_CLAUSE = re.compile(r"[^，,；;。：:]+")
+#: "…的前端推理引擎 Paddle.js": a description ending in what kind of thing the name is
+_APPOSITIVE = re.compile(r"的[^的]{0,10}(?:引擎|库|框架|工具|平台|系统|套件|服务)\s*$")
+
+
+def _clause_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, int, str]]:
+    """(start, end, entity) of each Chinese clause that ends by naming what it describes:
+    "…以及在浏览器、小程序等环境下使用的前端推理引擎 Paddle.js" speaks of Paddle.js.
+
+    >>> text = "包括面向服务器的推理库 Foo，以及在浏览器中使用的前端引擎 Bar。"
+    >>> found = [Mention(start=12, end=15, surface="Foo", key="library:foo"),
+    ...          Mention(start=31, end=34, surface="Bar", key="library:bar")]
+    >>> _clause_subjects(text, found)
+    [(0, 15, 'library:foo'), (16, 34, 'library:bar')]
+    """
+    found: list[tuple[int, int, str]] = []
+    for clause in _CLAUSE.finditer(text):
+        inside = [m for m in mentions if clause.start() <= m.start and m.end <= clause.end()]
+        if not inside:
+            continue
+        last = inside[-1]
+        if (
+            not text[last.end : clause.end()].strip(" ）)")
+            and last.key.split(":")[0] in _SUBJECT_PREFIXES
+            and _APPOSITIVE.search(text[clause.start() : last.start])
+        ):
+            found.append((clause.start(), clause.end(), last.key))
+    return found
+
+
 def _speaker(speakers: list[tuple[int, int, str]], at: int) -> str | None:
-    """The subject of the sentence holding position `at`, where that sentence names its own."""
-    return next((key for start, end, key in speakers if start <= at < end), None)
+    """The subject of the innermost sentence or clause holding position `at` that names its own."""
+    own = [(end - start, key) for start, end, key in speakers if start <= at < end]
+    return min(own)[1] if own else None
 
 
 def _unit_subject(

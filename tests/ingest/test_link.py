@@ -257,6 +257,19 @@ def test_a_sentence_that_names_its_own_subject_claims_for_it(lexicon: Lexicon) -
     assert not {t for t in found if t[0] != engine and t[2] == "platform:linux"}
 
 
+def test_a_chinese_clause_speaks_of_the_name_it_ends_with(lexicon: Lexicon) -> None:
+    # "…在浏览器中使用的前端推理引擎 Zephyr.js": the browser is Zephyr.js's, not the README's
+    corpus = {
+        "zephyrix-README_cn.md": "# Zephyrix\n\nZephyrix 是一个深度学习框架。\n\n"
+        "Zephyrix 提供完备的推理引擎，包括面向服务器的推理库 Zephyr Inference，"
+        "以及在 Web Browser 中使用的前端推理引擎 Zephyr.js。\n"
+    }
+    found = triples(link_corpus(read(corpus), lexicon))
+    browser = {(s, r) for s, r, t in found if t == "hardware:web-browser"}
+    assert len(browser) == 1 and next(iter(browser))[0].endswith(":zephyr-js"), found
+    assert any(s.endswith(":zephyrix") and t.endswith(":zephyr-js") for s, _r, t in found)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="an edition named only by a section heading ('## Zephyrix Studio') is not discovered "
