@@ -23,7 +23,8 @@ from kg.documents import Block, BlockKind, Document
 
 __all__ = ["is_markdown", "is_plain_essay", "parse_markdown"]
 
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.\-]*)")
+# a backtick fence's info string holds no backtick: "```npm install x```" is inline code
+_FENCE = re.compile(r"^[ \t]*(`{3,}(?![^`]*`)|~{3,})[ \t]*([\w+#.\-]*)")
 _ATX = re.compile(r"^[ \t]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^[ \t]{0,3}(=+|-+)[ \t]*$")
 _RULE = re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")

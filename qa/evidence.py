@@ -37,6 +37,7 @@ from qa.schema import (
 from qa.shapes import (
     DISAGREE,
     SECTION_NUMBER,
+    asked_relations,
     question_parts,
     second_part,
     text_width,
@@ -284,9 +285,19 @@ class EvidenceComposer(CandidateScorer, Answerability):
             if definition is not None:
                 chosen.append(definition)
             own = [by_id[u.id] for u in units if u.id in by_id]
+            if index == 0 and own and eid in self.graph and not frame.options:
+                # the pick's own units that retrieval left out may say best what the question
+                # asks of it ("INT8" in its feature list): they compete on relevance alone
+                floor = min(r.score for r in own) * 0.5
+                seen = {r.unit.id for r in own}
+                own += [
+                    RankedUnit(u, floor, 0.0, 0.0, False)
+                    for u in self.search.by_subject.get(eid, [])[:400]
+                    if u.id not in seen and u.kind != UnitKind.CODE
+                ]
             if eid in self.graph and not frame.options:
                 ordered = self.ordered(frame, own, [self.graph.entity(eid).name], about=[eid])
-                units = [u for _s, u in ordered] or units
+                units = self.covering([u for _s, u in ordered], frame) or units
             tables: set[tuple[str, ...]] = set()
             for unit in units:
                 if len(chosen) >= (_MAX_POINTS if index == 0 else 1):
@@ -317,6 +328,23 @@ class EvidenceComposer(CandidateScorer, Answerability):
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
 
+    def covering(self, units: list[EvidenceUnit], frame: QuestionFrame) -> list[EvidenceUnit]:
+        """`units` (best first) reordered so that each of the first few says something of the
+        question the ones before did not: a unit whose question words were all said already
+        waits behind the next that adds one ("INT8" after two sentences on the models)."""
+        terms = set(self.search.query_weights(frame.text, []))
+        covered: set[str] = set()
+        ahead: list[EvidenceUnit] = []
+        waiting: list[EvidenceUnit] = []
+        for unit in units[:12]:
+            said = terms & self._unit_tokens(unit)
+            if said - covered or not ahead:
+                ahead.append(unit)
+                covered |= said
+            else:
+                waiting.append(unit)
+        return ahead + waiting + units[12:]
+
     def facts(
         self,
         frame: QuestionFrame,
@@ -342,11 +370,17 @@ class EvidenceComposer(CandidateScorer, Answerability):
             ]
             if about:
                 pool = about
+        asked = asked_relations(frame.text)
         order = [
             (score, unit)
             for score, unit in self.ordered(frame, pool, about=things)
             if unit.kind != UnitKind.HEADING
-            and (text_width(unit.text) >= 20 or unit.kind in (UnitKind.ROW, UnitKind.CODE))
+            and (
+                text_width(unit.text) >= 20
+                or unit.kind in (UnitKind.ROW, UnitKind.CODE)
+                # "[Apache License 2.0](LICENSE)" is short and answers "what licence?"
+                or any(e.relation in asked for e in self._edges.get((unit.doc, unit.start), []))
+            )
         ] or self.ordered(frame, pool)
         chosen: list[EvidenceUnit] = []
         seen = set(shown)

@@ -178,6 +178,15 @@ def test_unclosed_fence_runs_to_the_end() -> None:
     assert blocks[1].code == "pip install foo\n# not a heading\n- not an item"
 
 
+def test_triple_backticks_closed_on_their_line_are_inline_code() -> None:
+    # CommonMark: a backtick fence's info string holds no backtick; read as a fence, the line
+    # swallowed the rest of the README (its licence section included)
+    text = "To install it run\n```npm install -g katex@0.13.18```\n\n## License\n\nBSD-style.\n"
+    _, blocks = parse(text)
+    assert kinds(blocks) == ["prose", "heading", "prose"]
+    assert blocks[1].heading_path == ("License",)
+
+
 def test_fence_indented_inside_a_list() -> None:
     text = "- install:\n\n  ```python\n  def f():\n      return 1\n  ```\n- run it\n"
     _, blocks = parse(text)
