@@ -116,7 +116,11 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
         target != NodeType.ORGANIZATION and _LICENSE.search(before[-40:])
     ):
         return RelationType.LICENSED_UNDER if target == NodeType.LICENSE else RelationType.MENTIONS
-    if _ALTERNATIVE.search(before[-50:]) and target in SOLUTION_TYPES:
+    if (
+        _ALTERNATIVE.search(before[-50:])
+        and target in SOLUTION_TYPES
+        and target not in (NodeType.HARDWARE, NodeType.PLATFORM, NodeType.CONCEPT)
+    ):
         return RelationType.ALTERNATIVE_TO
     if _EXPORT.search(before[-40:]) and target in (NodeType.FORMAT, NodeType.INFERENCE_ENGINE):
         return RelationType.EXPORTS_TO

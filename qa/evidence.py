@@ -24,7 +24,7 @@ from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
 from qa.answerable import Answerability
 from qa.candidates import CandidateScorer
-from qa.frame import QuestionFrame
+from qa.frame import QuestionFrame, asks_amount
 from qa.schema import (
     AbstainReason,
     AnswerDraft,
@@ -54,6 +54,10 @@ _MAX_POINTS = 3
 _MAX_FACTS = 4
 #: how many other candidates an LLM may pick among, beside the recommended ones
 _WEIGHED = 4
+
+
+#: an amount a sentence states: "2×", "170%", "18.9 GiB", "3 倍"
+_AMOUNT = re.compile(r"\d+(?:\.\d+)?\s*(?:×|x\b|倍|%|GiB|GB|MB|tokens/s)", re.I)
 
 
 class EvidenceComposer(CandidateScorer, Answerability):
@@ -253,11 +257,16 @@ class EvidenceComposer(CandidateScorer, Answerability):
     def disagreement(
         self, named: set[str], facts: list[DraftPoint], frame: QuestionFrame | None = None
     ) -> Conflict | None:
-        """What two or more documents each say of the thing asked about, side by side."""
+        """Two documents that say different things of the thing asked about: different amounts
+        ("2× faster" / "170%") or one that it works with something and one that it does not.
+        Documents that merely say different things side by side are no disagreement."""
         subject = self._main_subject(frame, named) if frame is not None else None
         by_doc: dict[str, DraftPoint] = {}
-        for point in facts:
-            if point.edges and point.doc not in by_doc:
+        for point in facts:  # each document's first point with an edge, one with an amount first
+            if point.edges and (
+                point.doc not in by_doc
+                or (_AMOUNT.search(point.text) and not _AMOUNT.search(by_doc[point.doc].text))
+            ):
                 by_doc[point.doc] = point
         if subject is None or len(by_doc) < 2:
             return None
@@ -265,6 +274,24 @@ class EvidenceComposer(CandidateScorer, Answerability):
             next((e for e in p.edges if subject in (e.source, e.target)), p.edges[0])
             for p in by_doc.values()
         ]
+        amounts = [frozenset(_AMOUNT.findall(p.text)) for p in by_doc.values()]
+        stated = [a for a in amounts if a]
+        differ = (
+            frame is not None
+            and asks_amount(frame.text)
+            and len(stated) >= 2
+            and len(set(stated)) >= 2
+        )
+        negative = {
+            e.target
+            for e in claims
+            if e.relation == RelationType.NOT_SUPPORTED and e.source == subject
+        }
+        opposed = any(
+            e.target in negative and e.relation != RelationType.NOT_SUPPORTED for e in claims
+        )
+        if not (differ or opposed):
+            return None
         summary = "; ".join(f"{p.doc}: “{p.text[:160]}”" for p in by_doc.values())
         return Conflict(
             subject=subject, relation=claims[0].relation, claims=claims, summary=summary

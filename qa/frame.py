@@ -16,6 +16,7 @@ __all__ = [
     "Option",
     "QuestionFrame",
     "asked_types",
+    "asks_amount",
     "named_things",
     "quantity_asked",
     "question_options",
@@ -139,6 +140,15 @@ def asked_types(text: str) -> frozenset[NodeType]:
         if pattern.search(text):
             found |= types
     return frozenset(found)
+
+
+def asks_amount(text: str) -> bool:
+    """Whether the question asks how much, how many or how fast.
+
+    >>> asks_amount("How much faster?"), asks_amount("能提速多少？"), asks_amount("Is it fast?")
+    (True, True, False)
+    """
+    return _HOW_MUCH.search(text) is not None
 
 
 def quantity_asked(text: str) -> str | None:

@@ -174,3 +174,38 @@ def test_a_chinese_decline_is_in_chinese(assistant: Assistant) -> None:
     answer = assistant.ask("量子计算机该买哪一台？")
     assert answer.abstained and answer.answer.startswith("资料未涵盖这个问题")
     assert not any(word in answer.answer for word in ("sources", "nothing", "question"))
+
+
+BLOG = """# Zephyr in production
+
+We benchmarked Zephyr on our cluster. On an A100, Zephyr served Llama-3 8B 3x faster than our old
+stack.
+"""
+
+ZEPHYR_SPEED = ZEPHYR + "\nZephyr is 2x faster than naive batching on the same GPU.\n"
+
+
+@pytest.fixture(scope="module")
+def two_views(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    files = {"zephyr-README.md": ZEPHYR_SPEED, "zephyr-blog.md": BLOG, "lumen-README_zh.md": LUMEN}
+    return Assistant.open(article_store(tmp_path_factory, files), dense=False)
+
+
+def test_documents_that_state_different_amounts_are_shown_as_disagreeing(
+    two_views: Assistant,
+) -> None:
+    answer = two_views.ask("How much faster is Zephyr? Do the documents agree?")
+    assert answer.conflicts, answer.answer
+    summary = answer.conflicts[0].summary
+    assert "2x faster" in summary and "3x faster" in summary
+    # a comparison with something unnamed is no alternative to the hardware it ran on
+    assert "alternative" not in answer.answer
+
+
+def test_asking_whether_documents_agree_is_no_disagreement_by_itself(
+    two_views: Assistant,
+) -> None:
+    # each document's words are shown; "the sources disagree" only where they do
+    answer = two_views.ask("Which GPUs does Zephyr run on? Do the documents agree?")
+    assert not answer.conflicts, answer.answer
+    assert "AMD GPUs" in answer.answer
