@@ -62,7 +62,8 @@ _PREDICATE = re.compile(
     r"不|仅|只|目前|还|也|在|会|把|对|适合|适用|用于|跑|运行|先|的)"
 )
 #: What a lead term or a heading can make a unit about: things one uses, not a platform, a
-#: piece of hardware or a criterion ("Hardware: …", "## macOS, Linux, WSL" describe the subject).
+#: piece of hardware, a criterion or a concept ("Hardware: …", "## macOS, Linux, WSL",
+#: "**Unified memory**: …" describe the document's subject).
 _SUBJECT_PREFIXES = frozenset(
     t.prefix
     for t in (
@@ -73,7 +74,6 @@ _SUBJECT_PREFIXES = frozenset(
         NodeType.FORMAT,
         NodeType.TECHNIQUE,
         NodeType.PARALLEL_STRATEGY,
-        NodeType.CONCEPT,
     )
 )
 _HEADING_LEAD = re.compile(

@@ -257,6 +257,17 @@ def test_a_sentence_that_names_its_own_subject_claims_for_it(lexicon: Lexicon) -
     assert not {t for t in found if t[0] != engine and t[2] == "platform:linux"}
 
 
+def test_a_feature_label_is_no_subject(lexicon: Lexicon) -> None:
+    # "**Unified Memory**: …" in a feature list describes the README's project
+    corpus = {
+        "zephyrix-README.md": "# Zephyrix\n\nZephyrix is an array framework for Rust.\n\n"
+        "## Features\n\n- **Unified Memory**: Arrays live in shared memory on Apple silicon.\n"
+    }
+    links = link_corpus(read(corpus), lexicon)
+    (unit,) = [u for u in links.units if u.text.startswith("Unified Memory")]
+    assert unit.subject is not None and unit.subject.endswith(":zephyrix"), unit
+
+
 def test_a_chinese_clause_speaks_of_the_name_it_ends_with(lexicon: Lexicon) -> None:
     # "…在浏览器中使用的前端推理引擎 Zephyr.js": the browser is Zephyr.js's, not the README's
     corpus = {
