@@ -355,6 +355,12 @@ class EvidenceComposer(CandidateScorer, Answerability):
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
 
+    def _names_in(self, eid: str, text: str) -> bool:
+        """Whether a text names an entity (its name or an alias, any case)."""
+        entity = self.graph.entity(eid)
+        lowered = text.lower()
+        return any(n and n.lower() in lowered for n in [entity.name, *entity.aliases])
+
     def covering(self, units: list[EvidenceUnit], frame: QuestionFrame) -> list[EvidenceUnit]:
         """`units` (best first) reordered so that each of the first few says something of the
         question the ones before did not: a unit whose question words were all said already
@@ -436,9 +442,22 @@ class EvidenceComposer(CandidateScorer, Answerability):
             for unit in (own or naming)[:1]:
                 docs_named.append(unit.doc)
                 take(unit)
+        speaking_of: list[str] = things[:1]
         for part in question_parts(frame.text):
-            # "Does X collect telemetry, and how do I opt out?": each part gets its best unit
-            part_order = self.ordered(QuestionFrame.read(part), [r for r in pool], about=things)
+            # "Does X collect telemetry, and how do I opt out?": each part gets its best unit,
+            # among the retrieved ones and the own units of the thing the part is about (the one
+            # it names, else the one named last: "MLX 本身…？它的内存模型…？")
+            speaking_of = [e for e in things if self._names_in(e, part)] or speaking_of[-1:]
+            part_pool = list(pool)
+            seen_ids = {r.unit.id for r in pool}
+            floor = min((r.score for r in pool), default=1.0) * 0.5
+            for eid in speaking_of:
+                part_pool += [
+                    RankedUnit(u, floor, 0.0, 0.0, False)
+                    for u in self.search.by_subject.get(eid, [])[:400]
+                    if u.id not in seen_ids and u.kind != UnitKind.CODE
+                ]
+            part_order = self.ordered(QuestionFrame.read(part), part_pool, about=speaking_of)
             for _score, unit in part_order:
                 if unit.kind != UnitKind.HEADING:
                     take(unit)
