@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kg.errors import LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable
 from qa.config import LLMKind, LLMSettings
 from qa.llm.client import ChatMessage, ChatResult
+from qa.llm.runtime import STRUCTURED_OUTPUTS
 
 __all__ = [
     "ChatRequest",
@@ -182,6 +183,7 @@ class OfflineChatModel:
             dtype = self.options.dtype
             if vllm_is_cpu_build_here() and dtype == "auto":
                 dtype = "float32"  # no native bf16 on this CPU (MODELS.md)
+            kwargs["structured_outputs_config"] = dict(STRUCTURED_OUTPUTS)
             kwargs.update(self.options.llm_kwargs)
             try:
                 self._llm = vllm.LLM(model=self.options.model_dir, dtype=dtype, **kwargs)

@@ -13,7 +13,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["find_vllm_python", "vllm_cpu_env", "vllm_is_cpu_build"]
+__all__ = ["STRUCTURED_OUTPUTS", "find_vllm_python", "vllm_cpu_env", "vllm_is_cpu_build"]
+
+#: vLLM's structured-output settings (server `--structured-outputs-config`, `vllm.LLM`): JSON under
+#: a schema without free whitespace, or a small model may fill the room the grammar leaves after
+#: '"decline":' with tabs until max_tokens (qwen2.5-coder-0.5b did)
+STRUCTURED_OUTPUTS: dict[str, object] = {"backend": "xgrammar", "disable_any_whitespace": True}
 
 _REPO = Path(__file__).resolve().parents[2]
 

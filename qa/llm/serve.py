@@ -37,7 +37,12 @@ from pydantic import BaseModel, ConfigDict
 
 from kg.errors import LLMError, LLMUnavailable
 from qa.llm.prepare import DEFAULT_MODEL, MODELS, convert_for_vllm, prepare_model
-from qa.llm.runtime import find_vllm_python, vllm_cpu_env, vllm_is_cpu_build
+from qa.llm.runtime import (
+    STRUCTURED_OUTPUTS,
+    find_vllm_python,
+    vllm_cpu_env,
+    vllm_is_cpu_build,
+)
 
 if TYPE_CHECKING:
     from qa.config import Settings
@@ -191,6 +196,7 @@ def _vllm_command(
         weights = model  # a safetensors directory or a hub id (where the hub is reachable)
     env: dict[str, str] = {}
     args = ["--model", weights, "--served-model-name", alias, "--host", host, "--port", str(port)]
+    args += ["--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
     if vllm_is_cpu_build(python):
         # No native bf16 on this CPU; its variables as `vllm_cpu_env` explains (MODELS.md).
         args += ["--dtype", "float32"]
