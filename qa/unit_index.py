@@ -175,7 +175,8 @@ class UnitIndex:
     def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
         """A unit as an answer point with the edges it is evidence of (the subject's first). A
         sentence that ends in ":" brings what it introduces ("run the command: `opt_in_out
-        --opt_out`"), a question its answer, as one verbatim span."""
+        --opt_out`"; "环境要求:" its short list, every item), a question its answer, as one
+        verbatim span."""
         edges = self._edges.get((unit.doc, unit.start), [])
         edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
         ordered = sorted(
@@ -200,6 +201,21 @@ class UnitIndex:
         if following is not None and (introduces or asks) and len(following.text) <= 200:
             space = "" if re.match(r"[\u4e00-\u9fff]", following.text) else " "
             end, text = following.end, f"{unit.text}{space}{following.text}"
+            items = [following]
+            while introduces and len(items) < 8:
+                after = self._next_unit(items[-1])
+                if (
+                    after is None
+                    or after.kind != UnitKind.ITEM
+                    or after.context != unit.text
+                    or after.start - items[-1].end > 200
+                    or sum(len(i.text) for i in items) + len(after.text) > 400
+                ):
+                    break
+                items.append(after)
+            if len(items) > 1:
+                end = items[-1].end
+                text = f"{unit.text}{space}{'; '.join(i.text for i in items)}"
         return DraftPoint(
             doc=unit.doc,
             start=unit.start,

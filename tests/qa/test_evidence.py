@@ -180,6 +180,14 @@ BLOG = """# Zephyr in production
 
 We benchmarked Zephyr on our cluster. On an A100, Zephyr served Llama-3 8B 3x faster than our old
 stack.
+
+## Setup
+
+Our environment requirements:
+
+- Linux with glibc 2.31
+- CUDA 12.1
+- 24 GB of GPU memory
 """
 
 ZEPHYR_SPEED = ZEPHYR + "\nZephyr is 2x faster than naive batching on the same GPU.\n"
@@ -209,3 +217,10 @@ def test_asking_whether_documents_agree_is_no_disagreement_by_itself(
     answer = two_views.ask("Which GPUs does Zephyr run on? Do the documents agree?")
     assert not answer.conflicts, answer.answer
     assert "AMD GPUs" in answer.answer
+
+
+def test_a_sentence_that_introduces_a_short_list_brings_every_item(two_views: Assistant) -> None:
+    answer = two_views.ask("What environment requirements does the Zephyr production setup list?")
+    assert "Linux with glibc 2.31" in answer.answer and "24 GB of GPU memory" in answer.answer, (
+        answer.answer
+    )
