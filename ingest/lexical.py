@@ -124,6 +124,55 @@ class LexicalIndex:
         self._term_freq = freqs[order].astype(np.float32)
         self._update_idf()
 
+    def grouped(self, groups: dict[str, list[str]]) -> LexicalIndex:
+        """An index whose documents are groups of this index's documents (their term counts
+        added), made from the postings without tokenizing again: a corpus's documents, or an
+        entity's units, searched as one text each. A document belongs to one group at most; ids
+        this index does not hold are ignored.
+
+        >>> units = LexicalIndex()
+        >>> units.build(["a1", "a2", "b1"], ["fast engine", "runs on GPUs", "slow engine"])
+        >>> docs = units.grouped({"a": ["a1", "a2"], "b": ["b1"]})
+        >>> docs.search("fast gpus", 2)[0][0], docs.ids
+        ('a', ['a', 'b'])
+        """
+        out = LexicalIndex(self.tokenizer, k1=self.k1, b=self.b)
+        out.terms = list(self.terms)
+        names = list(groups)
+        at = {doc_id: i for i, doc_id in enumerate(self.ids)}
+        group_of = np.full(len(self.ids), -1, dtype=np.int64)
+        for g, name in enumerate(names):
+            for doc_id in groups[name]:
+                if doc_id in at:
+                    group_of[at[doc_id]] = g
+        term_of = np.repeat(np.arange(len(self._vocab), dtype=np.int64), np.diff(self._indptr))
+        group = group_of[self._doc_index]
+        keep = group >= 0
+        term_of, group, freq = term_of[keep], group[keep], self._term_freq[keep]
+        # one posting per (term, group): counts of the group's documents added
+        key = term_of * max(1, len(names)) + group
+        unique, inverse = np.unique(key, return_inverse=True)
+        summed = np.bincount(inverse, weights=freq).astype(np.float32)
+        terms = unique // max(1, len(names))
+        vocab_all = sorted(self._vocab, key=self._vocab.__getitem__)
+        used = np.unique(terms)
+        out._vocab = {vocab_all[t]: i for i, t in enumerate(used.tolist())}
+        remap = np.zeros(len(vocab_all), dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        new_terms = remap[terms]
+        order = np.lexsort(((unique % max(1, len(names))), new_terms))
+        out.ids = names
+        out._indptr = np.concatenate(
+            [[0], np.cumsum(np.bincount(new_terms, minlength=len(used)))]
+        ).astype(np.int64)
+        out._doc_index = (unique % max(1, len(names)))[order].astype(np.int32)
+        out._term_freq = summed[order]
+        lengths = np.zeros(len(names), dtype=np.float64)
+        np.add.at(lengths, group_of[group_of >= 0], self._doc_len[group_of >= 0])
+        out._doc_len = lengths.astype(np.float32)
+        out._update_idf()
+        return out
+
     def _can_reuse(self, old: LexicalState) -> bool:
         """An earlier index's postings stand for an unchanged text when it tokenized as this one
         does: same state version (bumped when tokenization changes) and the same terms."""

@@ -115,8 +115,8 @@ class IngestReport(BaseModel):
 
 
 #: Bumped whenever extraction changes what it makes of a document: stores re-extract (embeddings
-#: of unchanged documents stay).
-EXTRACTOR_VERSION = 2
+#: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence.
+EXTRACTOR_VERSION = 3
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:
@@ -189,16 +189,22 @@ def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
 
 
 def _corpus_units(
-    records: dict[str, DocRecord], report: IngestReport
+    records: dict[str, DocRecord],
+    report: IngestReport,
+    kept: dict[str, list[EvidenceUnit]] | None = None,
 ) -> list[tuple[Document, list[EvidenceUnit]]]:
-    """Every document's evidence units for the corpus-wide linking; a document whose units
-    cannot be made is reported and left out of linking (its own extraction stays)."""
+    """Every document's evidence units for the corpus-wide linking: those `kept` from the
+    previous store for a document carried over (made by the same extractor from the same text),
+    made anew for the others. A document whose units cannot be made is reported and left out of
+    linking (its own extraction stays)."""
     corpus = []
     for record in records.values():
+        doc = record.document
+        if kept and doc.id in kept:
+            corpus.append((doc, kept[doc.id]))
+            continue
         try:
-            corpus.append(
-                (record.document, document_units(record.document, document_blocks(record.document)))
-            )
+            corpus.append((doc, document_units(doc, document_blocks(doc))))
         except Exception as err:
             report.failed.append(
                 Skipped(path=record.document.id, reason=f"{type(err).__name__}: {err}")
@@ -369,6 +375,24 @@ class _Run:
         if self.progress is not None:
             self.progress.advance(len(record.chunks))
 
+    def _kept_units(self) -> dict[str, list[EvidenceUnit]]:
+        """The previous store's units of the documents carried over, as the document reader made
+        them (what linking added cleared): a one-document re-ingest reads one document."""
+        if self.previous is None or not self.report.reused:
+            return {}
+        reused = set(self.report.reused)
+        kept: dict[str, list[EvidenceUnit]] = {}
+        try:
+            units = self.previous.units()
+        except StoreError:
+            return {}
+        for unit in units:
+            if unit.doc in reused:
+                kept.setdefault(unit.doc, []).append(
+                    unit.model_copy(update={"subject": None, "mentions": []})
+                )
+        return kept
+
     def _previous_lexical(self) -> tuple[LexicalState, set[str]] | None:
         """The previous lexical index and the chunks of the documents carried over: their
         postings stand when the index's terms have not changed."""
@@ -397,7 +421,7 @@ class _Run:
         started = time.perf_counter()
         if self.previous is not None:
             report.removed = sorted(set(self.previous.manifest.documents) - set(records))
-        linked = link_corpus(_corpus_units(records, report), lexicon)
+        linked = link_corpus(_corpus_units(records, report, self._kept_units()), lexicon)
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)
         report.dropped_relations = dropped

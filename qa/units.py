@@ -120,11 +120,15 @@ class UnitSearch:
                     self._chunk_of[unit.id] = chunk.id
                     break
         self.tokenize = lexical.tokenizer.tokenize
-        texts: dict[str, list[str]] = {}
+        by_doc_units: dict[str, list[str]] = {}
         for unit in self.units:
-            texts.setdefault(unit.doc, []).append(unit_index_text(unit))
-        self.doc_lexical = LexicalIndex(lexical.tokenizer)
-        self.doc_lexical.build(sorted(texts), [" ".join(texts[d]) for d in sorted(texts)])
+            by_doc_units.setdefault(unit.doc, []).append(unit.id)
+        # the documents and the entities' profiles searched whole: made from the units' postings
+        # when the index holds every unit (a store's), else by tokenizing their texts
+        whole = set(lexical.ids) >= set(self.by_id)
+        self.doc_lexical = self._grouped(
+            lexical, {d: by_doc_units[d] for d in sorted(by_doc_units)}, whole
+        )
         self.by_subject: dict[str, list[EvidenceUnit]] = {}
         self.by_mention: dict[str, list[EvidenceUnit]] = {}
         for unit in self.units:
@@ -134,11 +138,21 @@ class UnitSearch:
                 self.by_mention.setdefault(eid, []).append(unit)
         # an entity's profile: everything its own units say, searched like one document
         profiled = sorted(e for e, us in self.by_subject.items() if len(us) >= 2)
-        self.profiles = LexicalIndex(lexical.tokenizer)
-        self.profiles.build(
-            profiled,
-            [" ".join(unit_index_text(u) for u in self.by_subject[e][:400]) for e in profiled],
+        self.profiles = self._grouped(
+            lexical, {e: [u.id for u in self.by_subject[e][:400]] for e in profiled}, whole
         )
+
+    def _grouped(
+        self, lexical: LexicalIndex, groups: dict[str, list[str]], whole: bool
+    ) -> LexicalIndex:
+        if whole:
+            return lexical.grouped(groups)
+        index = LexicalIndex(lexical.tokenizer)
+        index.build(
+            list(groups),
+            [" ".join(unit_index_text(self.by_id[u]) for u in ids) for ids in groups.values()],
+        )
+        return index
 
     def query_weights(self, question: str, entity_names: Iterable[str] = ()) -> dict[str, float]:
         """Weighted query tokens: the question's own (stemmed, no function words) weigh 1, the

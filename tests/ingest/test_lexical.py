@@ -158,3 +158,28 @@ def test_a_rebuild_keeps_the_postings_of_unchanged_texts() -> None:
     other.build(new_ids, new_texts, reuse=(before.to_state(), unchanged))
     assert isinstance(other.tokenizer, CountingTokenizer)
     assert other.tokenizer.texts == len(new_texts)
+
+
+def test_grouped_index_is_the_index_of_the_joined_texts() -> None:
+    # documents made of units: the postings of the units, added, are those of the joined text
+    units = {
+        "zh-1": TEXTS[:2],
+        "zh-2": TEXTS[2:],
+        "en-1": ["Zephyr runs on NVIDIA GPUs.", "Windows is not supported.", "Use WSL2 instead."],
+        "en-2": ["Quill fine-tunes LLMs with LoRA.", "QLoRA needs 6 GB for a 7B model."],
+        "en-3": ["Lumen serves models on CPUs.", "Lumen exports GGUF for llama.cpp."],
+    }
+    ids = [f"{doc}#{i}" for doc, lines in units.items() for i in range(len(lines))]
+    texts = [line for lines in units.values() for line in lines]
+    per_unit = LexicalIndex()
+    per_unit.build(ids, texts)
+    groups = {doc: [f"{doc}#{i}" for i in range(len(lines))] for doc, lines in units.items()}
+    grouped = per_unit.grouped(groups)
+    joined = LexicalIndex()
+    joined.build(list(units), [" ".join(lines) for lines in units.values()])
+    assert grouped.ids == joined.ids == list(units)
+    for query in ["PyTorch 研究", "部署 OpenVINO", "FSDP 分片", "GPUs Windows", "LoRA 7B", "Lumen"]:
+        got, want = grouped.search(query, 5), joined.search(query, 5)
+        assert got and [d for d, _s in got] == [d for d, _s in want], query
+        for (_d, a), (_e, b) in zip(got, want, strict=True):
+            assert a == pytest.approx(b, rel=1e-5), query

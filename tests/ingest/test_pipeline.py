@@ -463,6 +463,12 @@ def test_editing_one_document_redoes_only_it(
     assert "For general serving: use TensorRT" in quotes
     old_quote = "For general serving: use ONNX Runtime"
     assert all(ev.quote != old_quote for r in graph.relations() for ev in r.evidence)
+    # the units of the documents carried over were kept, not read again: linking made the units
+    # and the graph a fresh ingest makes
+    fresh = tmp_path / "fresh-store"
+    _ingest(built.corpus, fresh, embedder, lexicon)
+    assert Store.open(fresh).units() == after.units()
+    assert Store.open(fresh).graph().to_node_link() == graph.to_node_link()
 
 
 def test_deleting_a_document_removes_only_what_it_alone_supported(
