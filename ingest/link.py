@@ -242,6 +242,7 @@ def link_corpus(
     relations: list[Relation] = []
     linked: list[EvidenceUnit] = []
     used: set[str] = set(subjects.values())
+    types = {k: e.type for k, e in entities.items()}
     for doc, units in documents:
         heading_subjects: dict[str, str | None] = {}
         previous: str | None = None
@@ -254,7 +255,7 @@ def link_corpus(
             named = list(dict.fromkeys(m.key for m in mentions))
             linked.append(unit.model_copy(update={"subject": about, "mentions": named}))
             ev = _evidence(texts[doc.id], unit)
-            advised = advice(unit.text, mentions, {k: e.type for k, e in entities.items()})
+            advised = advice(unit.text, mentions, types)
             if advised is not None:
                 situation = _situation(advised[0], ev, lexicon, entities)
                 relations.append(

@@ -405,6 +405,19 @@ class _Run:
         carried = {c.id for doc_id in self.report.reused for c in self.records[doc_id].chunks}
         return state, carried
 
+    def _previous_unit_lexical(self) -> tuple[LexicalState, set[str]] | None:
+        """The previous index over the units and the units of the documents carried over (the
+        same text, header and lead-in: their postings stand when the index's terms have not
+        changed)."""
+        if self.previous is None or not self.report.reused:
+            return None
+        try:
+            state = LexicalState.model_validate(self.previous.lexical_state("units_lexical.json"))
+        except (StoreError, ValueError):
+            return None
+        reused = set(self.report.reused)
+        return state, {u for u in state.ids if u.rsplit("#", 1)[0] in reused}
+
     def _fail(self, result: LoadResult, reason: str) -> None:
         self.report.failed.append(Skipped(path=str(result.path), reason=reason))
         if self.progress is not None:
@@ -436,7 +449,11 @@ class _Run:
         unit_lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         unit_lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
         units = linked.units
-        unit_lexical.build([u.id for u in units], [unit_index_text(u) for u in units])
+        unit_lexical.build(
+            [u.id for u in units],
+            [unit_index_text(u) for u in units],
+            reuse=self._previous_unit_lexical(),
+        )
         self.writer.put_json("units_lexical.json", unit_lexical.to_state().model_dump(mode="json"))
         self.writer.commit()
         report.documents = len(records)

@@ -468,6 +468,8 @@ def test_editing_one_document_redoes_only_it(
     fresh = tmp_path / "fresh-store"
     _ingest(built.corpus, fresh, embedder, lexicon)
     assert Store.open(fresh).units() == after.units()
+    units_index = "units_lexical.json"
+    assert Store.open(fresh).lexical_state(units_index) == after.lexical_state(units_index)
     assert Store.open(fresh).graph().to_node_link() == graph.to_node_link()
 
 
