@@ -61,7 +61,7 @@ class CandidateScorer(UnitIndex):
                 if target is None:
                     continue
                 contributions[target].append(share * weight)
-                if unit not in support[target]:
+                if all(u.id != unit.id for u in support[target]):
                     support[target].append(unit)
         # the best unit counts fully, the others less and less: many loose matches in a long
         # README must not outweigh the one unit that says what the question asks
@@ -223,8 +223,9 @@ class CandidateScorer(UnitIndex):
         ]
         pool = [r.unit for r in ranked[:60]]
         docs = {u.doc for u in pool[:20]}
+        pooled = {u.id for u in pool}  # ids: comparing units field by field is slow
         for unit in self.search.units:
-            if unit.doc in docs and unit not in pool:
+            if unit.doc in docs and unit.id not in pooled:
                 text = normalize_name(" ".join([unit.text, *unit.header]))
                 if any(c and c in text for c in cores):
                     pool.append(unit)
