@@ -75,6 +75,8 @@ _CHOICE = re.compile(
     r"用啥|推荐|哪个|哪一个|哪款|哪种|哪家|该选|该用|怎么选|如何选|有什么工具|什么工具|什么框架",
     re.I,
 )
+#: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
+_BARE_PICK = re.compile(r"^\W*(?:which(?: one)?|选?哪(?:个|一个|款|种))\W*$", re.I)
 _RECOMMEND = re.compile(
     rf"\brecommend|\bsuggest|should (?:i|we) (?:{PICK_VERBS})\b|what (?:should|to) use|what fits|"
     r"best way|"
@@ -250,7 +252,14 @@ class QuestionFrame:
 
     @classmethod
     def read(cls, question: str) -> QuestionFrame:
-        """Frame a (cleaned) question."""
+        """Frame a (cleaned) question.
+
+        >>> frame = QuestionFrame.read("I want a NumPy-like array framework. Which one?")
+        >>> frame.choice, sorted(t.value for t in frame.types)
+        (True, ['Framework'])
+        >>> QuestionFrame.read("PyTorch is a framework. Which version supports CUDA 12?").choice
+        False
+        """
         text, injection = strip_injection(question)
         sentences = [m.span() for m in _SENTENCE.finditer(text)] or [(0, len(text))]
         asking = next(
@@ -272,6 +281,10 @@ class QuestionFrame:
                     asking = (asking[0] + c_start, asking[0] + c_end)
                     break
         types = asked_types(asked)
+        if not types and _BARE_PICK.match(asked):
+            # "…want Apple's own array framework for ML research. Which one?": the sentence
+            # before says what kind of thing
+            types = asked_types(text)
         options = [
             o
             for o in question_options(asked)
