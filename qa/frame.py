@@ -75,6 +75,8 @@ _CHOICE = re.compile(
     r"用啥|推荐|哪个|哪一个|哪款|哪种|哪家|该选|该用|怎么选|如何选|有什么工具|什么工具|什么框架",
     re.I,
 )
+#: a question that asks something of each thing it names
+_EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
 _BARE_PICK = re.compile(r"^\W*(?:which(?: one)?|选?哪(?:个|一个|款|种))\W*$", re.I)
 _RECOMMEND = re.compile(
@@ -259,6 +261,8 @@ class QuestionFrame:
         (True, ['Framework'])
         >>> QuestionFrame.read("PyTorch is a framework. Which version supports CUDA 12?").choice
         False
+        >>> QuestionFrame.read("X 推荐的 CUDA 和 torch 版本分别是多少？").choice
+        False
         """
         text, injection = strip_injection(question)
         sentences = [m.span() for m in _SENTENCE.finditer(text)] or [(0, len(text))]
@@ -297,6 +301,9 @@ class QuestionFrame:
         # "Is there a drop-in replacement…?" asks for something
         seeks = re.search(r"\bis there\b|\bare there\b|有没有", asked, re.I)
         recommend = bool(_RECOMMEND.search(text)) and not (yes_no and not types and not seeks)
+        if _EACH.search(asked):
+            # "CUDA 和 torch 版本分别是多少？" asks a value of each, not which of them
+            options = []
         choice = bool(options) or recommend or (cue and bool(types))
         return cls(
             text=text,
