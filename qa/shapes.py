@@ -155,13 +155,29 @@ _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
 ]
 
 
+_YES_NO_PLATFORM = re.compile(
+    r"^\s*(?:can|could|does|do|is|are|will)\b|吗\s*[？?]?\s*$|能不能|是否|可以吗|行吗|也行", re.I
+)
+_ON_PLATFORM = re.compile(r"windows|linux|mac\s?os|\bmac\b|\bwsl|android|\bios\b|苹果", re.I)
+_RESTRICTION = re.compile(
+    r"\bonly\b|\bexclusively\b|仅|只支持|只能|不支持|暂不支持|not (?:yet )?supported|unsupported",
+    re.I,
+)
+
+
 def answer_hint(question: str) -> re.Pattern[str] | None:
     """The shape of the value a question asks for, when it says: a speed-up, an amount of
     memory, a duration, a model size, a version, else any number.
 
     >>> bool(answer_hint("到底能提速多少？").search("提供 170% 的训练速度"))
     True
+
+    Whether a thing works on a platform is answered by what it is limited to or does not do:
+    >>> bool(answer_hint("Can I build it with ROCm on Windows?").search("supported only for Linux"))
+    True
     """
+    if _YES_NO_PLATFORM.search(question) and _ON_PLATFORM.search(question):
+        return _RESTRICTION
     asks_value = re.search(
         r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|"
         r"多少|多久|几|多大|多快|版本",
