@@ -54,7 +54,9 @@ __all__ = ["CorpusLinks", "NameMatcher", "advice", "claim_relation", "flex_patte
 
 
 _PREDICATE = re.compile(
-    r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:'s\b|is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|"
+    # "FlashAttention-2 (beta)", "FlashAttention-2 with CUDA": a short qualifier, then the verb
+    r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:(?:with|for|on) [\w.+\-]+ )?"
+    r"(?:'s\b|is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|"
     r"now\b|also\b|currently\b|only\b|supports?\b|provides?\b|enables?\b|allows?\b|lets\b|"
     r"uses?\b|runs?\b|offers?\b|includes?\b|requires?\b|needs?\b|works?\b|brings?\b|makes?\b|"
     r"helps?\b|delivers?\b|achieves?\b|accelerates?\b|reduces?\b|adds?\b|comes?\b|ships?\b|"

@@ -47,7 +47,9 @@ def flex_pattern(surface: str) -> str:
     if re.search(r"[A-Za-z]$", surface):
         body += r"(?:s|es)?(?![A-Za-z0-9_])"
     elif re.search(r"[0-9]$", surface):
-        body += r"(?![A-Za-z0-9_]|\.\d)"  # "Flash Attention 2.5.7" is no "FlashAttention-2"
+        body += (
+            r"s?(?![A-Za-z0-9_]|\.\d)"  # "A100s"; "Flash Attention 2.5.7" is no "FlashAttention-2"
+        )
     return body
 
 

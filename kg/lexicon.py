@@ -87,6 +87,8 @@ def surface_pattern(surface: str) -> str:
     True
     >>> bool(re.search(surface_pattern("TF"), "TFLite", re.I))
     False
+    >>> [bool(re.search(surface_pattern("A100"), t)) for t in ["only A100s", "A1000", "A100x"]]
+    [True, False, False]
     """
     parts = [re.escape(p) for p in re.split(r"\s+", surface.strip()) if p]
     body = r"\s*".join(parts)
@@ -95,7 +97,7 @@ def surface_pattern(surface: str) -> str:
     if re.search(r"[A-Za-z]$", surface):
         body += r"(?:s|es)?(?![A-Za-z0-9_])"  # "NVIDIA GPUs" names "NVIDIA GPU"
     elif re.search(r"[0-9]$", surface):
-        body += r"(?![A-Za-z0-9_])"
+        body += r"s?(?![A-Za-z0-9_])"  # "A100s" names "A100"
     return body
 
 

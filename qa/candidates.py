@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Set
 
 from ingest.units import stem_text
 from kg.documents import EvidenceUnit
@@ -37,7 +38,7 @@ class CandidateScorer(UnitIndex):
         """The candidates within reach of the best (up to three: what is recommended), and the
         others weighed, best first."""
         if frame.options:
-            options = self.option_candidates(frame, ranked)
+            options = self.option_candidates(frame, ranked, named)
             if options:
                 return options, []
         wanted = frame.types
@@ -98,13 +99,7 @@ class CandidateScorer(UnitIndex):
         # hardware or a platform few units name ("AWS Inferentia", not "GPU") that some candidate
         # is linked to is a requirement the others are not known to meet: they rank after it
         # however well their words match
-        decisive = [
-            c
-            for c in constraints
-            if self.graph.entity(c).type in (NodeType.HARDWARE, NodeType.PLATFORM)
-            and self.is_rare(c)
-            and any(signs[eid].get(c, 0.0) > 0 for eid in pool)
-        ]
+        decisive = self._decisive(constraints, signs)
         scored: list[Candidate] = []
         unmet: dict[str, int] = {}
         for eid in pool:
@@ -135,6 +130,17 @@ class CandidateScorer(UnitIndex):
         top_score = scored[0][1]
         close = [c for c in scored if c[1] >= 0.55 * top_score][:3]
         return close, [c for c in scored if c not in close]
+
+    def _decisive(self, required: list[str], signs: dict[str, dict[str, float]]) -> list[str]:
+        """The requirements that decide between candidates: hardware or a platform few units
+        name that the graph links some candidate to."""
+        return [
+            c
+            for c in required
+            if self.graph.entity(c).type in (NodeType.HARDWARE, NodeType.PLATFORM)
+            and self.is_rare(c)
+            and any(s.get(c, 0.0) > 0 for s in signs.values())
+        ]
 
     def is_rare(self, eid: str) -> bool:
         """Whether few units name a thing (at most one in a hundred, or two): naming it says
@@ -208,7 +214,7 @@ class CandidateScorer(UnitIndex):
         return None if target in named else target
 
     def option_candidates(
-        self, frame: QuestionFrame, ranked: list[RankedUnit]
+        self, frame: QuestionFrame, ranked: list[RankedUnit], named: Set[str] = frozenset()
     ) -> list[tuple[str, float, list[EvidenceUnit]]]:
         """The question's own alternatives, best first (`qa.options`). An alternative that is no
         entity ("runtime", a table's "4090") is recommended as a value the sources state."""
@@ -254,9 +260,27 @@ class CandidateScorer(UnitIndex):
             return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
 
         verdicts = resolve_options(options, nodes, pool, frame.text, terms, coverage)
+        # "Only A100s. FlashAttention-2 or FlashAttention-3?": the alternative the graph links to
+        # the rare hardware asked for comes first
+        ids = {v.node for v in verdicts if v.node is not None and v.node in self.graph}
+        required = [c for c in sorted(named) if c not in ids]
+        signs = {eid: self.constraint_signs(eid, required) for eid in ids}
+        decisive = self._decisive(required, signs)
+        unmet = [
+            sum(1 for c in decisive if signs.get(v.node or "", {}).get(c, 0.0) <= 0)
+            for v in verdicts
+        ]
+        order = sorted(range(len(verdicts)), key=lambda k: unmet[k])  # stable: best first
+        # the alternative that alone meets the hardware asked for stands whatever the wording
+        fits = bool(decisive) and unmet[order[0]] < max(unmet)
         out = []
-        for verdict in verdicts:
-            if verdict.score <= 0 or not verdict.units or verdict.score < 0.8 * verdicts[0].score:
+        for k in order:
+            verdict = verdicts[k]
+            chosen = k == order[0] and fits
+            if not verdict.units or (
+                not chosen
+                and (verdict.score <= 0 or verdict.score < 0.8 * verdicts[order[0]].score)
+            ):
                 continue
             node = verdict.node if verdict.node in self.graph else None
             eid = node if node is not None else "value:" + verdict.shown

@@ -112,6 +112,12 @@ def _quotes(answer: Answer) -> str:
         ("What should I use to fine-tune a 7B model with QLoRA on one GPU?", "Quill", "QLoRA"),
         # the hardware asked for decides, not the Chinese README's many matching words
         ("我们的服务器要用 AMD GPU 跑推理，提供 API，推荐哪个推理引擎？", "Zephyr", "AMD GPUs"),
+        # and between the alternatives a question names
+        (
+            "我们只有 AMD GPU 的服务器，要 OpenAI 兼容的 API：Lumen 还是 Zephyr？",
+            "Zephyr",
+            "AMD GPUs",
+        ),
     ],
 )
 def test_the_thing_the_sources_describe_for_the_need_is_recommended(
