@@ -314,14 +314,8 @@ class EvidenceComposer(CandidateScorer, Answerability):
             own = [by_id[u.id] for u in units if u.id in by_id]
             if index == 0 and own and eid in self.graph and not frame.options:
                 # the pick's own units that retrieval left out may say best what the question
-                # asks of it ("INT8" in its feature list): they compete on relevance alone
-                floor = min(r.score for r in own) * 0.5
-                seen = {r.unit.id for r in own}
-                own += [
-                    RankedUnit(u, floor, 0.0, 0.0, False)
-                    for u in self.search.by_subject.get(eid, [])[:400]
-                    if u.id not in seen and u.kind != UnitKind.CODE
-                ]
+                # asks of it ("INT8" in its feature list)
+                own = self.with_own_units(own, [eid])
             if eid in self.graph and not frame.options:
                 ordered = self.ordered(frame, own, [self.graph.entity(eid).name], about=[eid])
                 units = self.covering([u for _s, u in ordered], frame) or units
@@ -354,6 +348,19 @@ class EvidenceComposer(CandidateScorer, Answerability):
             )
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
+
+    def with_own_units(self, ranked: list[RankedUnit], entities: list[str]) -> list[RankedUnit]:
+        """`ranked` and after it the entities' own units that retrieval left out (not code), at
+        half the lowest retrieved score: they compete on relevance to the question alone."""
+        seen = {r.unit.id for r in ranked}
+        floor = min((r.score for r in ranked), default=1.0) * 0.5
+        extra = [
+            RankedUnit(u, floor, 0.0, 0.0, False)
+            for eid in entities
+            for u in self.search.by_subject.get(eid, [])[:400]
+            if u.id not in seen and u.kind != UnitKind.CODE
+        ]
+        return [*ranked, *extra]
 
     def _names_in(self, eid: str, text: str) -> bool:
         """Whether a text names an entity (its name or an alias, any case)."""
@@ -448,15 +455,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
             # among the retrieved ones and the own units of the thing the part is about (the one
             # it names, else the one named last: "MLX 本身…？它的内存模型…？")
             speaking_of = [e for e in things if self._names_in(e, part)] or speaking_of[-1:]
-            part_pool = list(pool)
-            seen_ids = {r.unit.id for r in pool}
-            floor = min((r.score for r in pool), default=1.0) * 0.5
-            for eid in speaking_of:
-                part_pool += [
-                    RankedUnit(u, floor, 0.0, 0.0, False)
-                    for u in self.search.by_subject.get(eid, [])[:400]
-                    if u.id not in seen_ids and u.kind != UnitKind.CODE
-                ]
+            part_pool = self.with_own_units(pool, speaking_of)
             part_order = self.ordered(QuestionFrame.read(part), part_pool, about=speaking_of)
             for _score, unit in part_order:
                 if unit.kind != UnitKind.HEADING:
