@@ -101,18 +101,6 @@ def surface_pattern(surface: str) -> str:
     return body
 
 
-def _plural_lookup(by_surface: dict[str, list[str]], key: str) -> list[str]:
-    """The thesaurus keys of a matched surface, or of its singular ("licences" is "licence").
-
-    >>> _plural_lookup({"licence": ["license"]}, "licences")
-    ['license']
-    """
-    found = by_surface.get(key)
-    if found is None and key.endswith("s"):
-        found = by_surface.get(key[:-1]) or by_surface.get(key[:-2])
-    return found or []
-
-
 def _longest_first(surfaces: set[str]) -> list[str]:
     """Longest first, ties in code-point order: "XLA 编译" and "XLA编译器" both match at the
     start of "XLA编译器", and which one wins must not depend on the order of a set (it changes
@@ -222,7 +210,7 @@ class Lexicon:
         pattern, by_surface = self._term_regex
         keys: set[str] = set()
         for match in pattern.finditer(text.translate(_ASCII_LOWER)):
-            keys.update(_plural_lookup(by_surface, normalize_name(match.group(0))))
+            keys.update(by_surface.get(normalize_name(match.group(0)), []))
         return keys
 
     def pattern_type(self, name: str) -> NodeType | None:

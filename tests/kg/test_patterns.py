@@ -12,7 +12,7 @@ import pytest
 from needs import real_docs
 
 from ingest.names import NameMatcher, flex_pattern
-from kg.lexicon import Lexicon, Mention, _longest_first, _plural_lookup, surface_pattern
+from kg.lexicon import Lexicon, Mention, _longest_first, surface_pattern
 from kg.patterns import one_pass_pattern, split_head
 from kg.schema import normalize_name
 
@@ -124,7 +124,7 @@ class _JoinedLexicon:
     def term_keys(self, text: str) -> set[str]:
         keys: set[str] = set()
         for match in self.terms.finditer(text.translate(ASCII_LOWER)):
-            keys.update(_plural_lookup(self.by_surface, normalize_name(match.group(0))))
+            keys.update(self.by_surface.get(normalize_name(match.group(0)), []))
         return keys
 
 
