@@ -173,7 +173,7 @@ class UnitSearch:
         for key in sorted(self.lexicon.term_keys(question)):
             for surface in self.lexicon.terms.get(key, []):
                 # the other language's words for a term reach the other language's documents;
-                # the same language's synonyms ("one file" ~ "single file") count less
+                # the same language's synonyms ("单文件" ~ "单个文件") count less
                 add(surface, 0.5 if bool(_CJK.search(surface)) != chinese else 0.35)
         return weights
 
