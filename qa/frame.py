@@ -17,6 +17,7 @@ __all__ = [
     "QuestionFrame",
     "asked_types",
     "asks_amount",
+    "asks_yes_no",
     "named_things",
     "quantity_asked",
     "question_options",
@@ -144,6 +145,15 @@ def asked_types(text: str) -> frozenset[NodeType]:
         if pattern.search(text):
             found |= types
     return frozenset(found)
+
+
+def asks_yes_no(text: str) -> bool:
+    """Whether the question asks yes or no ("Can I …?", "…吗？", "能不能…").
+
+    >>> asks_yes_no("Can I build it on Windows?"), asks_yes_no("Which one runs on Windows?")
+    (True, False)
+    """
+    return _YES_NO.search(text) is not None
 
 
 def asks_amount(text: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from kg.schema import Entity, RelationType
+from qa.frame import asks_yes_no
 
 __all__ = [
     "DISAGREE",
@@ -155,9 +156,6 @@ _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
 ]
 
 
-_YES_NO_PLATFORM = re.compile(
-    r"^\s*(?:can|could|does|do|is|are|will)\b|吗\s*[？?]?\s*$|能不能|是否|可以吗|行吗|也行", re.I
-)
 _ON_PLATFORM = re.compile(r"windows|linux|mac\s?os|\bmac\b|\bwsl|android|\bios\b|苹果", re.I)
 _RESTRICTION = re.compile(
     r"\bonly\b|\bexclusively\b|仅|只支持|只能|不支持|暂不支持|not (?:yet )?supported|unsupported",
@@ -176,7 +174,7 @@ def answer_hint(question: str) -> re.Pattern[str] | None:
     >>> bool(answer_hint("Can I build it with ROCm on Windows?").search("supported only for Linux"))
     True
     """
-    if _YES_NO_PLATFORM.search(question) and _ON_PLATFORM.search(question):
+    if asks_yes_no(question) and _ON_PLATFORM.search(question):
         return _RESTRICTION
     asks_value = re.search(
         r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|"
