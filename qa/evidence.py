@@ -318,7 +318,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 own = self.with_own_units(own, [eid])
             if eid in self.graph and not frame.options:
                 ordered = self.ordered(frame, own, [self.graph.entity(eid).name], about=[eid])
-                units = self.covering([u for _s, u in ordered], frame) or units
+                units = self.covering([u for _s, u in ordered], frame, said=chosen) or units
             tables: set[tuple[str, ...]] = set()
             for unit in units:
                 if len(chosen) >= (_MAX_POINTS if index == 0 else 1):
@@ -368,22 +368,32 @@ class EvidenceComposer(CandidateScorer, Answerability):
         lowered = text.lower()
         return any(n and n.lower() in lowered for n in [entity.name, *entity.aliases])
 
-    def covering(self, units: list[EvidenceUnit], frame: QuestionFrame) -> list[EvidenceUnit]:
+    def covering(
+        self, units: list[EvidenceUnit], frame: QuestionFrame, said: Iterable[EvidenceUnit] = ()
+    ) -> list[EvidenceUnit]:
         """`units` (best first) reordered so that each of the first few says something of the
-        question the ones before did not: a unit whose question words were all said already
-        waits behind the next that adds one ("INT8" after two sentences on the models)."""
-        terms = set(self.search.query_weights(frame.text, []))
+        question that `said` and the ones before did not, the rarer the better: of the next
+        twelve, the one that adds the most question words (weighted by rarity) goes ahead ("INT8"
+        after two sentences on the models); a unit that adds nothing waits."""
+        weights = self.search.query_weights(frame.text, [])
+        idf = self.search.lexical.idf
         covered: set[str] = set()
+        for unit in said:
+            covered |= set(weights) & self._unit_tokens(unit)
+        pool = list(units[:12])
         ahead: list[EvidenceUnit] = []
-        waiting: list[EvidenceUnit] = []
-        for unit in units[:12]:
-            said = terms & self._unit_tokens(unit)
-            if said - covered or not ahead:
-                ahead.append(unit)
-                covered |= said
-            else:
-                waiting.append(unit)
-        return ahead + waiting + units[12:]
+        while pool:
+            gains = [
+                sum(weights[t] * idf(t) for t in set(weights) & self._unit_tokens(u) - covered)
+                for u in pool
+            ]
+            best = max(gains)
+            if best <= 0 and ahead:
+                break
+            unit = pool.pop(gains.index(best))
+            ahead.append(unit)
+            covered |= set(weights) & self._unit_tokens(unit)
+        return ahead + pool + units[12:]
 
     def facts(
         self,

@@ -13,6 +13,7 @@ from grounding import assert_grounded, exported_edges
 from store_fixture import article_store
 
 from qa.api import Assistant
+from qa.frame import QuestionFrame
 from qa.schema import Answer, FallbackKind
 
 ZEPHYR = """# Zephyr
@@ -230,3 +231,41 @@ def test_a_sentence_that_introduces_a_short_list_brings_every_item(two_views: As
     assert "Linux with glibc 2.31" in answer.answer and "24 GB of GPU memory" in answer.answer, (
         answer.answer
     )
+
+
+TESSERA = """# Tessera
+
+Tessera is a C++ and Python library for fast inference with Transformer models.
+
+## Features
+
+- Encoder-decoder models: Whisper, NLLB, T5 and BART are supported.
+- The runtime applies layer fusion to cut memory use on CPU and GPU.
+- Models exported from several training frameworks can be converted.
+- Weights can be quantized to INT8 or INT16 on CPU and GPU.
+"""
+
+
+def test_each_reason_adds_the_most_the_question_asks_that_the_ones_before_did_not(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The pick's reasons cover the question's needs greedily, rare words weighing more: a
+    sentence that says all another says and INT8 too goes ahead of it, whichever ranked first."""
+    files = {"tessera-README.md": TESSERA, "quill-README.md": QUILL}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    question = (
+        "I need a C++/Python inference library that runs Whisper and NLLB, "
+        "with INT8 quantization on CPU and GPU. Which one?"
+    )
+    answer = assistant.ask(question)
+    assert answer.recommendations and answer.recommendations[0].name == "Tessera", answer.answer
+    assert "INT8" in answer.answer, answer.answer
+
+    units = {u.text: u for u in assistant.evidence.search.units}
+    definition = units[
+        "Tessera is a C++ and Python library for fast inference with Transformer models."
+    ]
+    fusion = units["The runtime applies layer fusion to cut memory use on CPU and GPU."]
+    int8 = units["Weights can be quantized to INT8 or INT16 on CPU and GPU."]
+    order = assistant.evidence.covering([fusion, int8], QuestionFrame.read(question), [definition])
+    assert order == [int8, fusion]
