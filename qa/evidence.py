@@ -362,6 +362,10 @@ class EvidenceComposer(CandidateScorer, Answerability):
         ]
         return [*ranked, *extra]
 
+    def _names(self, eid: str) -> list[str]:
+        entity = self.graph.entity(eid)
+        return [entity.name, *entity.aliases]
+
     def _names_in(self, eid: str, text: str) -> bool:
         """Whether a text names an entity (its name or an alias, any case)."""
         entity = self.graph.entity(eid)
@@ -421,16 +425,19 @@ class EvidenceComposer(CandidateScorer, Answerability):
             if about:
                 pool = about
         asked = asked_relations(frame.text)
-        order = [
-            (score, unit)
-            for score, unit in self.ordered(frame, pool, about=things)
-            if unit.kind != UnitKind.HEADING
-            and (
+
+        def telling(unit: EvidenceUnit) -> bool:
+            return unit.kind != UnitKind.HEADING and (
                 text_width(unit.text) >= 20
                 or unit.kind in (UnitKind.ROW, UnitKind.CODE)
                 # "[Apache License 2.0](LICENSE)" is short and answers "what licence?"
                 or any(e.relation in asked for e in self._edges.get((unit.doc, unit.start), []))
             )
+
+        order = [
+            (score, unit)
+            for score, unit in self.ordered(frame, pool, about=things)
+            if telling(unit)
         ] or self.ordered(frame, pool)
         chosen: list[EvidenceUnit] = []
         seen = set(shown)
@@ -454,9 +461,27 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 docs_named.append(unit.doc)
             take(unit, capped=False)
         for eid in things:
-            own = [u for _s, u in order if u.subject == eid and u.doc not in docs_named]
-            naming = [u for _s, u in order if eid in u.mentions and u.doc not in docs_named]
-            for unit in (own or naming)[:1]:
+            # its own units that retrieval left out compete too (TensorFlow's licence line when
+            # a question asks for two licences)
+            mine = [
+                u
+                for _s, u in self.ordered(
+                    frame, self.with_own_units(pool, [eid]), self._names(eid), about=[eid]
+                )
+                if telling(u) and u.doc not in docs_named
+            ]
+            # the graph's answer first: a unit whose edge from it is of the asked relation
+            stating = [
+                u
+                for u in mine
+                if any(
+                    e.source == eid and e.relation in asked
+                    for e in self._edges.get((u.doc, u.start), [])
+                )
+            ]
+            own = [u for u in mine if u.subject == eid]
+            naming = [u for u in mine if eid in u.mentions]
+            for unit in (stating or own or naming)[:1]:
                 docs_named.append(unit.doc)
                 take(unit)
         speaking_of: list[str] = things[:1]

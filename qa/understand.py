@@ -279,10 +279,23 @@ class QuestionReader:
                 linked.append(
                     LinkedEntity(id=node, surface=match.group(0), how="graph", start=match.start())
                 )
+        apart = self._spelled_apart(text, covered, names)
+        # a name spelled apart outranks another, shorter one inside it ("LLaMA" in
+        # "LLaMA-Factory")
+        linked = [
+            e
+            for e in linked
+            if not any(
+                a.id != e.id
+                and a.start <= e.start
+                and e.start + len(e.surface) <= a.start + len(a.surface)
+                for a in apart
+            )
+        ]
         spans = [(e.start, e.start + len(e.surface)) for e in linked]
         linked.extend(
             e
-            for e in self._spelled_apart(text, covered, names)
+            for e in apart
             if not any(s < e.start + len(e.surface) and e.start < t for s, t in spans)
         )
         linked.extend(self._fuzzy(text, covered))
@@ -334,7 +347,12 @@ class QuestionReader:
                     continue
                 key = normalize_name(text[start:end])
                 if len(key) >= 4 and key in names:
-                    if not any(s < end and start < e for s, e in covered):
+                    if not any(
+                        s < end
+                        and start < e
+                        and not (start <= s and e <= end and e - s < end - start)
+                        for s, e in covered
+                    ):
                         hit = (start, end, names[key], n)
                     break
             if hit is None:

@@ -291,16 +291,21 @@ class UnitIndex:
         return any(eid in (e.source, e.target) for e in self._edges.get((unit.doc, unit.start), []))
 
     def relevance(
-        self, unit: EvidenceUnit, weights: dict[str, float], hint: re.Pattern[str] | None
+        self,
+        unit: EvidenceUnit,
+        weights: dict[str, float],
+        hint: re.Pattern[str] | None,
+        states_asked: bool = False,
     ) -> float:
         """How much a unit says of what the question asks: its weighted share of the question's
-        terms (rare terms weigh more), a headline or a fragment less, the asked kind of value
-        more."""
+        terms (rare terms weigh more), a headline or a fragment less (unless it `states_asked`:
+        "[Apache License 2.0](LICENSE)" is the answer to "which licence?"), the asked kind of
+        value more."""
         tokens = self._unit_tokens(unit)
         score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
         if unit.kind == UnitKind.HEADING:
             score *= 0.3
-        elif text_width(unit.text) < 25 and unit.kind != UnitKind.ROW:
+        elif text_width(unit.text) < 25 and unit.kind != UnitKind.ROW and not states_asked:
             score *= 0.6
         if hint is not None and hint.search(" ".join([unit.text, *unit.header])):
             score *= 1.8
@@ -327,13 +332,12 @@ class UnitIndex:
         sources = set(about)
         rel = {}
         for r in items:
-            value = self.relevance(r.unit, weights, hint)
-            if asked and any(
+            states = bool(asked) and any(
                 e.relation in asked and (not sources or e.source in sources)
                 for e in self._edges.get((r.unit.doc, r.unit.start), [])
-            ):
-                value *= 1.6
-            rel[r.unit.id] = value
+            )
+            value = self.relevance(r.unit, weights, hint, states)
+            rel[r.unit.id] = value * 1.6 if states else value
         top_rel = max(rel.values()) or 1.0
         top_score = items[0].score or 1.0
         scored = [

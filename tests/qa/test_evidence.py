@@ -269,3 +269,43 @@ def test_each_reason_adds_the_most_the_question_asks_that_the_ones_before_did_no
     int8 = units["Weights can be quantized to INT8 or INT16 on CPU and GPU."]
     order = assistant.evidence.covering([fusion, int8], QuestionFrame.read(question), [definition])
     assert order == [int8, fusion]
+
+
+def _readme(name: str, licence: str, lines: list[str]) -> str:
+    body = "\n".join(f"- {line}" for line in lines)
+    return (
+        f"# {name}\n\n{name} is a library for serving LLMs.\n\n## Features\n\n{body}\n\n"
+        f"## License\n\n[{licence}](LICENSE)\n"
+    )
+
+
+def test_each_named_thing_answers_with_its_edge_of_the_asked_relation(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "What licences do A and B use?": each thing's own unit that states the asked relation
+    (a short "[Apache License 2.0](LICENSE)" line retrieval may leave out) answers for it, not
+    a longer sentence that shares an incidental word of the question ("team")."""
+    files = {
+        "arbor-README.md": _readme(
+            "Arbor",
+            "Apache License 2.0",
+            [
+                "Arbor was started by a research team at a university lab.",
+                "Arbor batches requests from every team member on one GPU.",
+                "Arbor streams tokens over HTTP.",
+            ],
+        ),
+        "birch-README.md": _readme(
+            "Birch",
+            "MIT License",
+            [
+                "Birch was written by the platform team of a small company.",
+                "Birch runs on CPU and GPU.",
+            ],
+        ),
+    }
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask(
+        "Licensing check for our legal team: what licences do Arbor and Birch use?"
+    )
+    assert "Apache License 2.0" in answer.answer and "MIT License" in answer.answer, answer.answer

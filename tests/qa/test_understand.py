@@ -187,3 +187,25 @@ def test_corpus_graph_links_the_dev_set_typos(
 
 def test_spacing_typo_entities_keep_their_order(reader: QuestionReader) -> None:
     assert reader.read("v llm 和 open vino 哪个适合高吞吐？").entity_ids == [VLLM, OPENVINO]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "LLaMA-Factory 集成 vLLM 后推理速度是多少？",
+        "Can LLaMA Factory fine-tune with QLoRA?",
+        "Does llama_factory support PPO?",
+    ],
+)
+def test_a_name_spelled_apart_outranks_a_known_name_inside_it(text: str) -> None:
+    """A graph name written with dashes, spaces or underscores ("LLaMA-Factory" for the node
+    LlamaFactory) is the thing named, not the lexicon's shorter name within it (LLaMA)."""
+    graph = KnowledgeGraph()
+    graph.add_entity(Entity(id="model:llama", type=NodeType.MODEL, name="LLaMA"))
+    graph.add_entity(Entity(id="tool:llamafactory", type=NodeType.TOOL, name="LlamaFactory"))
+    question = QuestionReader(graph, Lexicon.default()).read(text)
+    assert "tool:llamafactory" in question.entity_ids
+    assert "model:llama" not in question.entity_ids
+    # the shorter name still links where it stands alone
+    alone = QuestionReader(graph, Lexicon.default()).read("LLaMA-Factory 能微调 LLaMA 吗？")
+    assert alone.entity_ids == ["tool:llamafactory", "model:llama"]
