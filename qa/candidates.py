@@ -292,10 +292,14 @@ class CandidateScorer(UnitIndex):
         of its own (ExLlamaV2's README names Flash Attention; its own README says which GPUs)."""
         weight: dict[str, float] = defaultdict(float)
         things = {e for e in named if self.graph.entity(e).type in CHOOSABLE | {NodeType.MODEL}}
-        for r in ranked[:8]:
+        # the named things' own units compete with the retrieved ones on what the question
+        # says: a Chinese question's words may find only Chinese documents, while the English
+        # README of the thing it names says where it leads
+        pool = self.with_own_units(ranked, sorted(things)) if things else ranked
+        for score, unit in self.ordered(frame, pool)[:8]:
             # an edge from a named thing is the path to follow; a stray subject is not
-            from_named = r.unit.subject in things or bool(things & set(r.unit.mentions))
-            for eid in [*r.unit.mentions, r.unit.subject]:
+            from_named = unit.subject in things or bool(things & set(unit.mentions))
+            for eid in [*unit.mentions, unit.subject]:
                 if eid is None or eid in named or eid not in self.graph:
                     continue
                 if self.graph.entity(eid).type not in CHOOSABLE:
@@ -304,7 +308,7 @@ class CandidateScorer(UnitIndex):
                 told = sum(1 for u in self.search.by_mention.get(eid, []) if u.subject in named)
                 if own < 5 and told == 0:
                     continue
-                weight[eid] += r.score * (1.0 if from_named else 0.25)
+                weight[eid] += score * (1.0 if from_named else 0.25)
         if not weight:
             return None
         return max(weight.items(), key=lambda kv: (kv[1], kv[0]))[0]

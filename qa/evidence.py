@@ -349,23 +349,6 @@ class EvidenceComposer(CandidateScorer, Answerability):
             out.append(DraftRecommendation(id=eid, name=name, points=points))
         return out
 
-    def with_own_units(self, ranked: list[RankedUnit], entities: list[str]) -> list[RankedUnit]:
-        """`ranked` and after it the entities' own units that retrieval left out (not code), at
-        half the lowest retrieved score: they compete on relevance to the question alone."""
-        seen = {r.unit.id for r in ranked}
-        floor = min((r.score for r in ranked), default=1.0) * 0.5
-        extra = [
-            RankedUnit(u, floor, 0.0, 0.0, False)
-            for eid in entities
-            for u in self.search.by_subject.get(eid, [])[:400]
-            if u.id not in seen and u.kind != UnitKind.CODE
-        ]
-        return [*ranked, *extra]
-
-    def _names(self, eid: str) -> list[str]:
-        entity = self.graph.entity(eid)
-        return [entity.name, *entity.aliases]
-
     def _names_in(self, eid: str, text: str) -> bool:
         """Whether a text names an entity (its name or an alias, any case)."""
         entity = self.graph.entity(eid)
@@ -414,7 +397,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
         headlines and fragments only when nothing else is left."""
         things = [
             e
-            for e in sorted(named, key=lambda e: frame.text.find(self.graph.entity(e).name))
+            for e in sorted(named, key=lambda e: self.named_at(frame.text, e))
             if self.graph.entity(e).type in CHOOSABLE | {NodeType.MODEL}
         ]
         pool = ranked[:30]
@@ -466,7 +449,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
             mine = [
                 u
                 for _s, u in self.ordered(
-                    frame, self.with_own_units(pool, [eid]), self._names(eid), about=[eid]
+                    frame,
+                    self.with_own_units(pool, [eid]),
+                    self.names_of(eid),
+                    about=[eid],
+                    names=[n for e in named if e != eid for n in self.names_of(e)],
                 )
                 if telling(u) and u.doc not in docs_named
             ]

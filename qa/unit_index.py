@@ -127,12 +127,27 @@ class UnitIndex:
         rarity = math.log(total / (1 + named_in)) / math.log(total / 10)
         return 0.5 + 0.5 * min(1.0, max(0.0, rarity))
 
+    def names_of(self, eid: str) -> list[str]:
+        """An entity's names: the graph's, then the lexicon's other surfaces (自动微分 for
+        Automatic Differentiation)."""
+        names = [self.graph.entity(eid).name, *self.graph.entity(eid).aliases]
+        folded = {n.casefold() for n in names}
+        return names + [
+            n for n in self._lexicon_surfaces.get(eid, []) if n.casefold() not in folded
+        ]
+
+    def named_at(self, text: str, eid: str) -> tuple[int, str]:
+        """Where a text first names an entity (any of its names, any case), for sorting: the
+        things a question names in its order, the ones it does not name last."""
+        entity = self.graph.entity(eid)
+        lowered = text.casefold()
+        found = [lowered.find(n.casefold()) for n in [entity.name, *entity.aliases] if n]
+        return (min((at for at in found if at >= 0), default=len(text)), eid)
+
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a
         technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""
-        ordered = sorted(
-            named, key=lambda e: (frame.text.find(self.graph.entity(e).name) % 10_000, e)
-        )
+        ordered = sorted(named, key=lambda e: self.named_at(frame.text, e))
         for kinds in (SOFTWARE, CHOOSABLE | {NodeType.MODEL}):
             for eid in ordered:
                 if self.graph.entity(eid).type in kinds:
@@ -286,6 +301,19 @@ class UnitIndex:
                     return unit
         return None
 
+    def with_own_units(self, ranked: list[RankedUnit], entities: list[str]) -> list[RankedUnit]:
+        """`ranked` and after it the entities' own units that retrieval left out (not code), at
+        half the lowest retrieved score: they compete on relevance to the question alone."""
+        seen = {r.unit.id for r in ranked}
+        floor = min((r.score for r in ranked), default=1.0) * 0.5
+        extra = [
+            RankedUnit(u, floor, 0.0, 0.0, False)
+            for eid in entities
+            for u in self.search.by_subject.get(eid, [])[:400]
+            if u.id not in seen and u.kind != UnitKind.CODE
+        ]
+        return [*ranked, *extra]
+
     def _touches(self, unit: EvidenceUnit, eid: str) -> bool:
         """Whether a unit is the evidence of an edge that has `eid` at an end."""
         return any(eid in (e.source, e.target) for e in self._edges.get((unit.doc, unit.start), []))
@@ -317,14 +345,17 @@ class UnitIndex:
         units: Iterable[RankedUnit],
         exclude: Iterable[str] = (),
         about: Iterable[str] = (),
+        names: Iterable[str] = (),
     ) -> list[tuple[float, EvidenceUnit]]:
         """Units by retrieval score and relevance to the question together, best first. A unit
         that is the evidence of an edge the question asks about (`about`'s licence when it asks
-        for a licence, its hardware when it asks what it runs on) counts more."""
+        for a licence, its hardware when it asks what it runs on) counts more. `names` (of the
+        things the question names) reach documents in another language; `exclude`'s words do
+        not count."""
         items = list(units)
         if not items:
             return []
-        weights = self.search.query_weights(frame.text, [])
+        weights = self.search.query_weights(frame.text, names)
         excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
         weights = {t: w for t, w in weights.items() if t not in excluded}
         hint = answer_hint(frame.text)

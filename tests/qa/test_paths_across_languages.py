@@ -1,0 +1,119 @@
+"""A question in one language about documents in another, on READMEs written for this test: the
+thing the question names leads, through its own README, to the thing that answers it, even when
+another document shares many more of the question's words; and the answer does not depend on
+the interpreter's hash seed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_fixture import article_store
+
+from qa.api import Assistant
+from qa.schema import Answer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TERN = """# Tern
+
+Tern is a PyTorch library for post-training LLMs with simple recipes.
+
+## Recipes
+
+- Tern ships recipes for full fine-tuning, LoRA and QLoRA.
+- Tern recipes run on one GPU or many.
+- Tern configs are YAML files you can override from the command line.
+
+## Community
+
+- Vortex for low memory optimizers in our single-device recipes.
+- Weights & Biases for logging metrics during training.
+"""
+
+VORTEX = """# Vortex
+
+Vortex is a library of k-bit quantization kernels for PyTorch.
+
+- 8-bit optimizers use block-wise quantization to keep 32-bit quality at a fraction of the
+  memory.
+- LLM.int8() halves the memory needed for inference.
+"""
+
+# a Chinese README that shares the question's Chinese words (优化器, 显存, 单卡) but never
+# names Tern
+KESTREL = """# Kestrel
+
+Kestrel 是一个大模型微调框架。
+
+## 更新日志
+
+- 我们支持了 Muon 优化器。
+- 我们支持了 BAdam 优化器，单卡即可训练。
+- 我们支持了 GaLore 优化器，显存占用更低。
+- 我们支持了 APOLLO 优化器。
+- 我们支持了 Adam-mini 优化器，显存更省。
+- 我们支持了 Lion 优化器的低内存版本。
+- 我们支持了 8-bit 优化器的单卡配方。
+- 新的低显存配方：单卡 24GB 即可微调 8B 模型。
+- 低内存优化器配方已集成到命令行。
+"""
+
+FILES = {"tern-README.md": TERN, "vortex-README.md": VORTEX, "kestrel-README_zh.md": KESTREL}
+QUESTION = (
+    "Tern 的单卡低显存配方集成了哪个库的低内存优化器？这个库的 8-bit 优化器是用什么原理省显存的？"
+)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return article_store(tmp_path_factory, FILES)
+
+
+def test_the_named_things_own_readme_leads_to_the_answer(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assistant = Assistant.open(store)
+    followed: list[str | None] = []
+    bridge = assistant.evidence.bridge
+
+    def spy(*args: Any) -> str | None:
+        followed.append(bridge(*args))
+        return followed[-1]
+
+    monkeypatch.setattr(assistant.evidence, "bridge", spy)
+    answer = assistant.ask(QUESTION)
+    # the edge followed is Tern's own (its Community list names Vortex), not the Chinese
+    # README that repeats the question's words
+    assert followed == ["library:vortex"]
+    assert answer.recommendations and answer.recommendations[0].name == "Vortex", answer.answer
+    assert "block-wise" in answer.answer, answer.answer
+
+
+def test_the_answer_does_not_depend_on_the_hash_seed(store: Path) -> None:
+    questions = [
+        QUESTION,
+        "Tern lists a quantization library for its recipes. Which library is it, and what does "
+        "its 8-bit optimizer use to save memory?",
+    ]
+    answers: dict[str, list[str]] = {q: [] for q in questions}
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        for question in questions:
+            command = ["ask", question, "--store", str(store), "--json", "--no-dense"]
+            done = subprocess.run(
+                [sys.executable, "-m", "qa.cli", *command],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+            answers[question].append(Answer.model_validate_json(done.stdout).answer)
+    for question, texts in answers.items():
+        assert len(set(texts)) == 1, (question, texts)
