@@ -249,7 +249,7 @@ class CandidateScorer(UnitIndex):
             scored = sorted(
                 (
                     (
-                        self.relevance(u, weights, None)
+                        self.relevance(u, weights, ())
                         * (by_id[u.id].score if u.id in by_id else 0.3),
                         u,
                     )

@@ -17,6 +17,7 @@ __all__ = [
     "QuestionFrame",
     "asked_types",
     "asks_amount",
+    "asks_setting",
     "asks_yes_no",
     "named_things",
     "quantity_asked",
@@ -90,6 +91,13 @@ _RECOMMEND = re.compile(
     r"rely on",
     re.I,
 )
+#: "用什么参数", "what flag do I pass": a value to give, not a thing to pick
+_ASKS_SETTING = re.compile(
+    r"(?:用|使用|加|设置?|传|填)(?:什么|哪个|哪些)(?:参数|命令|选项|配置|设置|环境变量|标志|值|字段)|"
+    r"\bwhat (?:\w+ )?(?:flags?|options?|parameters?|arguments?|commands?|settings?|"
+    r"config(?:uration)? (?:keys?|values?)|environment variables?|env vars?|values?)\b",
+    re.I,
+)
 _YES_NO = re.compile(
     r"^\s*(?:is|are|was|were|does|do|did|can|could|will|has|have)\b|吗\s*[？?]?\s*$|能不能|是否|"
     r"是不是|行吗|可以吗",
@@ -145,6 +153,15 @@ def asked_types(text: str) -> frozenset[NodeType]:
         if pattern.search(text):
             found |= types
     return frozenset(found)
+
+
+def asks_setting(text: str) -> bool:
+    """Whether the question asks for a value to give: a parameter, flag, option or command.
+
+    >>> asks_setting("开启 unsloth 要用什么参数？"), asks_setting("用什么框架？")
+    (True, False)
+    """
+    return _ASKS_SETTING.search(text) is not None
 
 
 def asks_yes_no(text: str) -> bool:
@@ -310,7 +327,11 @@ class QuestionFrame:
         # "Is FSDP still recommended?" asks about what it names, not for something to pick;
         # "Is there a drop-in replacement…?" asks for something
         seeks = re.search(r"\bis there\b|\bare there\b|有没有", asked, re.I)
-        recommend = bool(_RECOMMEND.search(text)) and not (yes_no and not types and not seeks)
+        recommend = (
+            bool(_RECOMMEND.search(text))
+            and not (yes_no and not types and not seeks)
+            and not (asks_setting(text) and not types)
+        )
         if _EACH.search(asked):
             # "CUDA 和 torch 版本分别是多少？" asks a value of each, not which of them
             options = []

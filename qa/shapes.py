@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 
 from kg.schema import Entity, RelationType
-from qa.frame import asks_yes_no
+from qa.frame import asks_setting, asks_yes_no
 
 __all__ = [
     "DISAGREE",
     "SECTION_NUMBER",
     "answer_hint",
+    "answer_hints",
     "asked_relations",
     "question_parts",
     "second_part",
@@ -133,6 +134,7 @@ _NUMBER_HINT = re.compile(r"\d")
 _NUM = r"\d+(?:\.\d+)?\s*"
 
 
+_MODEL_SIZE = re.compile(rf"{_NUM}(?:[BTM]\b|万亿|千亿|亿|billion|trillion)|\d+[BT]\b", re.I)
 _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
     (
         re.compile(r"faster|speed|fast|提速|加速|快多少|速度", re.I),
@@ -148,14 +150,16 @@ _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
         re.compile(r"how long|time|多久|时间", re.I),
         re.compile(rf"{_NUM}(?:h\b|hours?|min(?:utes)?\b|seconds?|小时|分钟|天)|\(\d+h\)", re.I),
     ),
-    (
-        re.compile(r"parameters?|参数|规模|多大", re.I),
-        re.compile(rf"{_NUM}(?:[BTM]\b|万亿|千亿|亿|billion|trillion)|\d+[BT]\b", re.I),
-    ),
+    (re.compile(r"parameters?|参数|规模|多大", re.I), _MODEL_SIZE),
     (re.compile(r"\bversions?\b|版本", re.I), _VERSION_HINT),
 ]
 
 
+#: what a parameter, flag or option looks like written down: `--flag`, `use_x: true`, `key=1`
+_SETTING = re.compile(
+    r"(?<![\w-])--?[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b|\b\w+\s*[:=]\s*(?:true|false|\d+)\b",
+    re.I,
+)
 _ON_PLATFORM = re.compile(r"windows|linux|mac\s?os|\bmac\b|\bwsl|android|\bios\b|苹果", re.I)
 _RESTRICTION = re.compile(
     r"\bonly\b|\bexclusively\b|仅|只支持|只能|不支持|暂不支持|not (?:yet )?supported|unsupported",
@@ -174,8 +178,20 @@ def answer_hint(question: str) -> re.Pattern[str] | None:
     >>> bool(answer_hint("Can I build it with ROCm on Windows?").search("supported only for Linux"))
     True
     """
+    hints = answer_hints(question)
+    return hints[0] if hints else None
+
+
+def answer_hints(question: str) -> list[re.Pattern[str]]:
+    """The shapes of every value a question asks for ("能快多少、省多少显存": a speed-up and an
+    amount of memory), in `answer_hint`'s order; [] when it asks for none.
+
+    >>> len(answer_hints("unsloth 宣称能快多少、省多少显存？")), answer_hints("Is it fast?")
+    (2, [])
+    """
     if asks_yes_no(question) and _ON_PLATFORM.search(question):
-        return _RESTRICTION
+        return [_RESTRICTION]
+    hints = [_SETTING] if asks_setting(question) else []
     asks_value = re.search(
         r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|"
         r"多少|多久|几|多大|多快|版本",
@@ -183,11 +199,14 @@ def answer_hint(question: str) -> re.Pattern[str] | None:
         re.I,
     )
     if not asks_value:
-        return None
-    for asked, shape in _DIMENSIONS:
-        if asked.search(question):
-            return shape
-    return _NUMBER_HINT
+        return hints
+    shapes = [
+        shape
+        for asked, shape in _DIMENSIONS
+        # "用什么参数" asks for a setting, not for a model's parameter count
+        if asked.search(question) and not (hints and shape is _MODEL_SIZE)
+    ]
+    return hints + (shapes or [_NUMBER_HINT])
 
 
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")

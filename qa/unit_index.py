@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text
@@ -20,7 +20,7 @@ from qa.schema import (
     GraphPath,
     PathEdge,
 )
-from qa.shapes import answer_hint, asked_relations, text_width
+from qa.shapes import answer_hints, asked_relations, text_width
 from qa.units import STOPWORDS, RankedUnit, UnitSearch
 
 __all__ = ["CHOOSABLE", "SOFTWARE", "UnitIndex"]
@@ -322,21 +322,21 @@ class UnitIndex:
         self,
         unit: EvidenceUnit,
         weights: dict[str, float],
-        hint: re.Pattern[str] | None,
+        hints: Sequence[re.Pattern[str]],
         states_asked: bool = False,
     ) -> float:
         """How much a unit says of what the question asks: its weighted share of the question's
         terms (rare terms weigh more), a headline or a fragment less (unless it `states_asked`:
-        "[Apache License 2.0](LICENSE)" is the answer to "which licence?"), the asked kind of
-        value more."""
+        "[Apache License 2.0](LICENSE)" is the answer to "which licence?"), the more of the
+        asked kinds of value it states the more ("2× faster with 70% less VRAM")."""
         tokens = self._unit_tokens(unit)
         score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
         if unit.kind == UnitKind.HEADING:
             score *= 0.3
         elif text_width(unit.text) < 25 and unit.kind != UnitKind.ROW and not states_asked:
             score *= 0.6
-        if hint is not None and hint.search(" ".join([unit.text, *unit.header])):
-            score *= 1.8
+        said = " ".join([unit.text, *unit.header])
+        score *= 1 + 0.8 * sum(1 for hint in hints if hint.search(said))
         return score
 
     def ordered(
@@ -358,7 +358,7 @@ class UnitIndex:
         weights = self.search.query_weights(frame.text, names)
         excluded = {t for name in exclude for t in self.search.tokenize(stem_text(name))}
         weights = {t: w for t, w in weights.items() if t not in excluded}
-        hint = answer_hint(frame.text)
+        hints = answer_hints(frame.text)
         asked = asked_relations(frame.text)
         sources = set(about)
         rel = {}
@@ -367,7 +367,7 @@ class UnitIndex:
                 e.relation in asked and (not sources or e.source in sources)
                 for e in self._edges.get((r.unit.doc, r.unit.start), [])
             )
-            value = self.relevance(r.unit, weights, hint, states)
+            value = self.relevance(r.unit, weights, hints, states)
             rel[r.unit.id] = value * 1.6 if states else value
         top_rel = max(rel.values()) or 1.0
         top_score = items[0].score or 1.0

@@ -42,6 +42,8 @@ Vortex is a library of k-bit quantization kernels for PyTorch.
 - 8-bit optimizers use block-wise quantization to keep 32-bit quality at a fraction of the
   memory.
 - LLM.int8() halves the memory needed for inference.
+- Fine-tuning: train LLMs 2× faster with 70% less VRAM.
+- Inference runs 1.5x faster in the Vortex server.
 """
 
 # a Chinese README that shares the question's Chinese words (优化器, 显存, 单卡) but never
@@ -61,6 +63,8 @@ Kestrel 是一个大模型微调框架。
 - 我们支持了 8-bit 优化器的单卡配方。
 - 新的低显存配方：单卡 24GB 即可微调 8B 模型。
 - 低内存优化器配方已集成到命令行。
+- 我们针对 LLaMA 和 Qwen 模型支持了 Vortex 的 LoRA 训练加速。
+- 请使用 use_vortex: true 参数启用 Vortex 优化。
 """
 
 FILES = {"tern-README.md": TERN, "vortex-README.md": VORTEX, "kestrel-README_zh.md": KESTREL}
@@ -117,3 +121,14 @@ def test_the_answer_does_not_depend_on_the_hash_seed(store: Path) -> None:
             answers[question].append(Answer.model_validate_json(done.stdout).answer)
     for question, texts in answers.items():
         assert len(set(texts)) == 1, (question, texts)
+
+
+def test_a_question_in_two_parts_gets_the_setting_and_both_claimed_amounts(store: Path) -> None:
+    """ "用什么参数" asks for a setting (nothing to recommend), and "能快多少、省多少显存" for two
+    amounts: the sentence that states both comes before one that states only the speed."""
+    answer = Assistant.open(store).ask(
+        "在 Kestrel 里开启 Vortex 加速要用什么参数？Vortex 自己的文档宣称能快多少、省多少显存？"
+    )
+    assert answer.recommendations == [], answer.answer
+    assert "use_vortex: true" in answer.answer, answer.answer
+    assert "2× faster with 70% less VRAM" in answer.answer, answer.answer
