@@ -115,8 +115,9 @@ class IngestReport(BaseModel):
 
 
 #: Bumped whenever extraction changes what it makes of a document: stores re-extract (embeddings
-#: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence.
-EXTRACTOR_VERSION = 3
+#: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence;
+#: 4: a table row carries its group label, and its section title is indexed.
+EXTRACTOR_VERSION = 4
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:

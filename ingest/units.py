@@ -178,11 +178,18 @@ class _Builder:
         if not block.rows:
             return
         header = [clean_inline(c).text for c in block.rows[0]]
+        group = ""
         for row, spans in zip(block.rows[1:], block.cell_spans[1:], strict=False):
             cells = [clean_inline(c).text for c in row]
             filled = [(c, s) for c, s in zip(cells, spans, strict=False) if c]
             if not filled or all(re.fullmatch(r"[\s:|-]*", c) for c in cells):
                 continue
+            if len(cells) > 2 and cells[0] and not any(cells[1:]):
+                # "| **OpenNMT-py WMT14 model** | | |": no row of its own, a label for the rows
+                # below it
+                group = cells[0]
+                continue
+            lead_in = f"{context} {group}".strip()
             nonempty = [s for s in spans if s[1] > s[0]]
             span = (min(s[0] for s in nonempty), max(s[1] for s in nonempty))
             span = _line_span(self.doc.text, span) if block.text.lstrip().startswith("|") else span
@@ -193,7 +200,7 @@ class _Builder:
                 block,
                 cells=cells,
                 header=header,
-                context=context,
+                context=lead_in,
             )
 
     def code(self, block: Block, context: str) -> None:
@@ -252,15 +259,17 @@ def document_units(doc: Document, blocks: list[Block]) -> list[EvidenceUnit]:
 
 def unit_index_text(unit: EvidenceUnit) -> str:
     """What the lexical index reads of a unit: its text, a row's header and its lead-in, English
-    words stemmed (`stem_text`). Section titles stay out: a heading's words would match every
-    unit under it.
+    words stemmed (`stem_text`). Section titles stay out (a heading's words would match every
+    unit under it), but for a table row: a table is what its section holds ("#### CPU" above a
+    benchmark), and a row says nothing without it.
 
     >>> u = EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=UnitKind.ROW, text="4090 | 38",
     ...                  header=["GPU", "t/s"], heading_path=("Performance",))
     >>> unit_index_text(u)
-    'GPU t/s 4090 | 38'
+    'performance GPU t/s 4090 | 38'
     """
-    parts = [" ".join(unit.header), unit.context, unit.text]
+    section = unit.heading_path[-1] if unit.kind == UnitKind.ROW and unit.heading_path else ""
+    parts = [section, " ".join(unit.header), unit.context, unit.text]
     return stem_text(" ".join(p for p in parts if p))
 
 

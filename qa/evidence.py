@@ -408,6 +408,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
             if about:
                 pool = about
         asked = asked_relations(frame.text)
+        kinds = {self.graph.entity(e).type for e in named} - CHOOSABLE
 
         def telling(unit: EvidenceUnit) -> bool:
             return unit.kind != UnitKind.HEADING and (
@@ -457,15 +458,20 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 )
                 if telling(u) and u.doc not in docs_named
             ]
-            # the graph's answer first: a unit whose edge from it is of the asked relation
-            stating = [
-                u
-                for u in mine
-                if any(
-                    e.source == eid and e.relation in asked
+            # the graph's answer first: a unit whose edge from it is of the asked relation, to
+            # the kind of thing the question speaks of if it does ("only runs on CPUs?": its
+            # hardware, not what it supports)
+            stated = {
+                u.id: {
+                    self.graph.entity(e.target).type
                     for e in self._edges.get((u.doc, u.start), [])
-                )
-            ]
+                    if e.source == eid and e.relation in asked and e.target in self.graph
+                }
+                for u in mine
+            }
+            stating = sorted(
+                (u for u in mine if stated[u.id]), key=lambda u: not stated[u.id] & kinds
+            )
             own = [u for u in mine if u.subject == eid]
             naming = [u for u in mine if eid in u.mentions]
             for unit in (stating or own or naming)[:1]:

@@ -290,16 +290,20 @@ class QuestionFrame:
         False
         >>> QuestionFrame.read("X 推荐的 CUDA 和 torch 版本分别是多少？").choice
         False
+        >>> frame = QuestionFrame.read("X 致谢的训练框架是哪个？Y 能不能把它作为后端？")
+        >>> frame.choice, sorted(t.value for t in frame.types)
+        (True, ['Framework'])
         """
         text, injection = strip_injection(question)
         sentences = [m.span() for m in _SENTENCE.finditer(text)] or [(0, len(text))]
+        # the last sentence that asks to choose ("…框架是哪个？它能不能…？" asks which first,
+        # then about it), else the last that asks anything
         asking = next(
-            (
-                s
-                for s in reversed(sentences)
-                if _CHOICE.search(text[s[0] : s[1]]) or re.search(r"[?？]", text[s[0] : s[1]])
+            (s for s in reversed(sentences) if _CHOICE.search(text[s[0] : s[1]])),
+            next(
+                (s for s in reversed(sentences) if re.search(r"[?？]", text[s[0] : s[1]])),
+                sentences[-1],
             ),
-            sentences[-1],
         )
         asked = text[asking[0] : asking[1]]
         clauses = [m.span() for m in _CLAUSE.finditer(asked)]

@@ -288,7 +288,7 @@ def test_stem_text_only_touches_english_words() -> None:
     )
 
 
-def test_unit_index_text_reads_header_context_and_text_not_headings() -> None:
+def test_unit_index_text_reads_header_context_and_text_and_only_a_rows_section() -> None:
     unit = EvidenceUnit(
         id="d#0-1",
         doc="d",
@@ -298,6 +298,19 @@ def test_unit_index_text_reads_header_context_and_text_not_headings() -> None:
         text="4090 | 38",
         header=["GPU", "tokens"],
         context="Measured speeds:",
-        heading_path=("Performance",),
+        heading_path=("Benchmarks", "CPU"),
     )
-    assert unit_index_text(unit) == "GPU token measur speed: 4090 | 38"
+    # a table is what its section holds: "#### CPU" says what the row measures
+    assert unit_index_text(unit) == "CPU GPU token measur speed: 4090 | 38"
+    sentence = unit.model_copy(update={"kind": UnitKind.SENTENCE, "header": [], "context": ""})
+    assert unit_index_text(sentence) == "4090 | 38"
+
+
+def test_a_row_that_only_names_a_group_labels_the_rows_below_it() -> None:
+    _, units = units_of(
+        "# Bench\n\n#### CPU\n\n| | Tokens/s | Memory |\n| --- | --- | --- |\n"
+        "| **Model A** | | |\n| Tool X | 275.8 | 2012MB |\n| Tool Y | 658.8 | 849MB |\n"
+        "| **Model B** | | |\n| Tool X | 300.1 | 1900MB |\n"
+    )
+    rows = [(u.cells[0], u.context) for u in units if u.kind == UnitKind.ROW]
+    assert rows == [("Tool X", "Model A"), ("Tool Y", "Model A"), ("Tool X", "Model B")]

@@ -309,3 +309,30 @@ def test_each_named_thing_answers_with_its_edge_of_the_asked_relation(
         "Licensing check for our legal team: what licences do Arbor and Birch use?"
     )
     assert "Apache License 2.0" in answer.answer and "MIT License" in answer.answer, answer.answer
+
+
+def test_a_false_premise_about_hardware_meets_the_hardware_the_sources_state(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Asked how many CPU threads a GPU engine needs "since it only runs on CPUs", the answer
+    shows what the engine's README says it runs on, not another of its edges that the question's
+    "runs on" also asks for (what it supports)."""
+    engine = (
+        "# Osprey\n\n"
+        "Osprey is an inference library for running local LLMs on modern consumer GPUs.\n\n"
+        "The recommended server for Osprey is Perch, which supports an OpenAI-compatible API "
+        "and gives each request of a 70B model its own threads.\n\n"
+        "Osprey supports 4-bit GPTQ models and its own format for 70B models.\n\n"
+        "## Server\n\n"
+        "- Osprey supports streaming 70B model output over threads of a web server.\n"
+        "- Osprey supports batching requests from many threads for a 70B model.\n"
+        "- Osprey supports loading a 70B model in parts, one thread per part.\n"
+    )
+    assistant = Assistant.open(
+        article_store(tmp_path_factory, {"osprey-README.md": engine, "lumen-README_zh.md": LUMEN}),
+        dense=False,
+    )
+    answer = assistant.ask(
+        "Since Osprey only runs on CPUs, how many CPU threads should I give it for a 70B model?"
+    )
+    assert "consumer GPUs" in answer.answer, answer.answer
