@@ -111,10 +111,20 @@ class EvidenceComposer(CandidateScorer, Answerability):
             second = told + hop(tail, bridge, parts)[:6]
         picks, fact_paths, conflicts = situational or ([], [], [])
         draft.conflicts = conflicts
-        if picks:
+        if picks and not frame.asks_fact:
             # the sources' own recommendations for the situation the question describes
             for node, paths in picks[:3]:
-                points = [p for path in paths[:3] for p in self.path_points(path)][:_MAX_POINTS]
+                points: list[DraftPoint] = []
+                for point in (p for path in paths[:3] for p in self.path_points(path)):
+                    # two paths through one sentence: one point, citing both
+                    same = next(
+                        (q for q in points if (q.doc, q.start) == (point.doc, point.start)), None
+                    )
+                    if same is None:
+                        points.append(point)
+                    else:
+                        same.edges += [e for e in point.edges if e not in same.edges]
+                points = points[:_MAX_POINTS]
                 draft.recommendations.append(
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
@@ -188,9 +198,18 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 k.doc == point.doc and k.start <= point.start and point.end <= k.end
                 for k in draft.facts
             )  # "三个提醒：" brought its first item along: the item says nothing new
+            # a piece of a sentence a recommendation quotes says nothing new either
+            within = within or any(
+                p.doc == point.doc and p.start <= point.start and point.end <= p.end
+                for r in draft.recommendations
+                for p in r.points
+            )
             if key not in said and not within:
                 said.add(key)
                 draft.facts.append(point)
+        if draft.recommendations:
+            # beside a recommendation, only a few excerpts: the graph's routes count among them
+            draft.facts = draft.facts[: max(limit, len(graph_facts))]
         if not draft.recommendations and not draft.facts:
             return draft.model_copy(
                 update={
@@ -339,7 +358,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
             ):
                 # a recommendation stands on a verified path: the best unit with an edge of it
                 backed = next((u for u in units if self._touches(u, eid)), None)
-                if backed is not None:
+                if backed is not None and all(backed.id != c.id for c in chosen):
                     points.append(self.point(backed, eid))
             name = (
                 eid.removeprefix("value:")

@@ -77,6 +77,13 @@ _CHOICE = re.compile(
     r"用啥|推荐|哪个|哪一个|哪款|哪种|哪家|该选|该用|怎么选|如何选|有什么工具|什么工具|什么框架",
     re.I,
 )
+#: "Which lab…?", "哪家公司…？": a question about who, which is a fact, not a thing to pick
+_ASKS_WHO = re.compile(
+    r"\bwhich (?:\w+ )?(?:labs?|laborator(?:y|ies)|compan(?:y|ies)|teams?|organi[sz]ations?|"
+    r"universit(?:y|ies)|authors?|people|persons?|vendors?|institutions?)\b|\bwho\b|"
+    r"哪(?:个|家|所)?(?:公司|机构|实验室|团队|厂商|大学)|谁",
+    re.I,
+)
 #: a question that asks something of each thing it names
 _EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
@@ -278,6 +285,8 @@ class QuestionFrame:
     options: list[Option] = field(default_factory=list)
     quantity: str | None = None
     asking_sentence: tuple[int, int] = (0, 0)
+    #: it asks who, which setting, or a value of each thing: a fact, whatever else it says
+    asks_fact: bool = False
 
     @classmethod
     def read(cls, question: str) -> QuestionFrame:
@@ -289,6 +298,8 @@ class QuestionFrame:
         >>> QuestionFrame.read("PyTorch is a framework. Which version supports CUDA 12?").choice
         False
         >>> QuestionFrame.read("X 推荐的 CUDA 和 torch 版本分别是多少？").choice
+        False
+        >>> QuestionFrame.read("Which lab favours JAX, and for which training project?").choice
         False
         >>> frame = QuestionFrame.read("X 致谢的训练框架是哪个？Y 能不能把它作为后端？")
         >>> frame.choice, sorted(t.value for t in frame.types)
@@ -339,6 +350,11 @@ class QuestionFrame:
         if _EACH.search(asked):
             # "CUDA 和 torch 版本分别是多少？" asks a value of each, not which of them
             options = []
+        each = bool(_EACH.search(asked))
+        who = bool(_ASKS_WHO.search(asked)) and not options
+        if who:
+            # "Which lab favours JAX, and for which project?" asks who
+            types = frozenset()
         choice = bool(options) or recommend or (cue and bool(types))
         return cls(
             text=text,
@@ -349,4 +365,5 @@ class QuestionFrame:
             options=options,
             quantity=quantity_asked(text),
             asking_sentence=asking,
+            asks_fact=who or each or (asks_setting(text) and not types),
         )

@@ -6,6 +6,8 @@ so the text states only what verification kept.
 
 from __future__ import annotations
 
+import re
+
 from kg.graph import KnowledgeGraph
 from qa.schema import (
     AbstainReason,
@@ -21,6 +23,7 @@ from qa.schema import (
     Recommendation,
     SnippetReport,
 )
+from qa.shapes import text_width
 
 __all__ = [
     "RELATION_WORDS",
@@ -102,6 +105,7 @@ _LABELS = {
     "zh": {
         "rec": "推荐",
         "also": "也可考虑",
+        "same": "出处同上",
         "facts": "资料中的相关内容",
         "caveats": "注意",
         "conflict": "⚠️ 资料之间有分歧",
@@ -112,6 +116,7 @@ _LABELS = {
     "en": {
         "rec": "Recommendation",
         "also": "Also consider",
+        "same": "same source as above",
         "facts": "From the sources",
         "caveats": "Caveats",
         "conflict": "⚠️ The sources disagree",
@@ -157,18 +162,38 @@ def _lang(language: Language) -> str:
     return "en" if language == Language.EN else "zh"
 
 
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+
+
 def _clipped(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    """`text` cut to `limit` Latin characters' worth (a Chinese character counts two), with
+    an ellipsis where it was cut."""
+    if text_width(text) <= limit:
+        return text
+    width = 0
+    for end, char in enumerate(text):
+        width += 2 if _CJK_CHAR.match(char) else 1
+        if width > limit - 1:
+            return text[:end].rstrip() + "…"
+    return text
 
 
 def _where(doc: str, heading: str) -> str:
     return f"{doc} · {_clipped(heading, 32)}" if heading else doc
 
 
-def _point_line(graph: KnowledgeGraph, point: DraftPoint, lang: str) -> str:
-    """A point as shown: its text (with its lead-in), where it is, and the graph path it is
-    evidence of."""
-    text = _clipped(point.text, 260)
+def _point_line(
+    graph: KnowledgeGraph, point: DraftPoint, lang: str, limit: int = 260, quoted: bool = True
+) -> str:
+    """A point as shown: its text (with its lead-in) up to `limit` characters' worth, where it
+    is, and the graph path it is evidence of; only "(same source as above)" and the path when
+    the answer quoted it already (not `quoted`)."""
+    if not quoted:
+        line = f"({_LABELS[lang]['same']})"
+        if point.edges:
+            line += " — " + format_path(graph, max(chains(point.edges), key=len), lang)
+        return line
+    text = _clipped(point.text, limit)
     if point.context and point.context not in text:
         context = _clipped(point.context, 120)
         text = f"{context} {text}" if context.endswith((":", "：")) else f"{context}: {text}"
@@ -247,7 +272,7 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
     citations: list[Citation] = []
     cited: set[tuple[tuple[tuple[str, str, str], ...], str, int]] = set()
 
-    def show(point: DraftPoint) -> str:
+    def show(point: DraftPoint, limit: int = 260, quoted: bool = True) -> str:
         for chain in chains(point.edges):
             key = (
                 tuple((e.source, str(e.relation), e.target) for e in chain),
@@ -257,7 +282,7 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
             if key not in cited:
                 cited.add(key)
                 citations.append(Citation(path=chain))
-        return _point_line(graph, point, lang)
+        return _point_line(graph, point, lang, limit, quoted)
 
     recommendations: list[Recommendation] = []
     if draft.recommendations:
@@ -271,7 +296,13 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
                     (p for p in rec.points if any(rec.id in (e.source, e.target) for e in p.edges)),
                     rec.points[0],
                 )
-                lines.append(f"- {words['also']} **{rec.name}**{colon}{show(backed)}")
+                # an alternative is named with the path that backs it, its quote kept short
+                # (and not repeated when the pick's reasons quote the same sentence)
+                again = any(
+                    p.doc == backed.doc and p.start <= backed.start < p.end for p in top.points
+                )
+                line = show(backed, 120, quoted=not again)
+                lines.append(f"- {words['also']} **{rec.name}**{' ' if again else colon}{line}")
         recommendations = [
             Recommendation(
                 id=rec.id, name=rec.name, reason=rec.points[0].text[:200] if rec.points else ""
