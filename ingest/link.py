@@ -248,12 +248,16 @@ def link_corpus(
     for doc, units in documents:
         heading_subjects: dict[str, str | None] = {}
         previous: str | None = None
+        last_end = 0
         for unit in units:
             mentions = matcher.find(unit.text)
             about = _unit_subject(unit, mentions, matcher, heading_subjects, subjects.get(doc.id))
+            if "\n\n" in doc.text[last_end : unit.start].replace("\r", ""):
+                previous = None  # a sentence speaks of the one before it in its paragraph only
             if unit.kind == UnitKind.SENTENCE and about is None:
                 about = previous
             previous = about if unit.kind == UnitKind.SENTENCE else previous
+            last_end = max(last_end, unit.end)
             named = list(dict.fromkeys(m.key for m in mentions))
             linked.append(unit.model_copy(update={"subject": about, "mentions": named}))
             ev = _evidence(texts[doc.id], unit)

@@ -51,6 +51,14 @@ def clean_surface(text: str) -> tuple[str, list[str]]:
     return name, aliases
 
 
+#: a pronoun, perhaps after a verb particle ("把它", "this"): it refers, it names nothing
+_PRONOUN = re.compile(
+    r"^(?:把|将|让|给|对|用|拿)?\s*(?:它们?|其|这(?:个|些|里)?|那(?:个|些|里)?|此|该|他们?|她们?|"
+    r"it|its|this|that|these|those|they|them)\s*$",
+    re.I,
+)
+
+
 def looks_like_name(text: str) -> bool:
     """Whether a surface could name a tool/framework: short, no sentence punctuation.
 
@@ -196,6 +204,8 @@ class DocumentEntities:
         name = re.sub(r"\s+", " ", text).strip(" ：:？?→-—─")
         if not name or len(name) > 60 or re.search(r"[？?。！!]", name):
             return None  # a sentence (a question and its answer) names no situation
+        if _PRONOUN.match(name):
+            return None  # "把它用于 AlphaFold": "it" names nothing
         # "在英伟达显卡上" names the hardware itself
         entry = self.lexicon.lookup(name) or self.lexicon.lookup(
             re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name)

@@ -335,3 +335,18 @@ def test_extraction_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
         outputs.append(done.stdout)
     assert len(outputs[0]) > 10_000
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# 笔记\n\n据说 DeepMind 偏爱 JAX，把它用于 AlphaFold 的大规模训练。\n",
+        "# Notes\n\nWe like JAX: use it for TPU pods, and this: use Flax for models.\n",
+    ],
+)
+def test_a_pronoun_names_no_situation(text: str, lexicon: Lexicon) -> None:
+    """In "把它用于 AlphaFold", "it" refers to something: it is no scenario of its own."""
+    doc = Document.from_text("notes.md", text, media_type="text/markdown")
+    extraction = extract_document(doc, parse_blocks(doc), lexicon)
+    names = {e.name for e in extraction.entities}
+    assert not names & {"把它", "它", "this", "it"}, names

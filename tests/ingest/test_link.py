@@ -470,3 +470,23 @@ def test_name_matcher(matcher: NameMatcher, text: str, expected: list[tuple[str,
 
 def test_name_matcher_positions_after_a_dotted_capital_i(matcher: NameMatcher) -> None:
     assert _found(matcher, "İstanbul team: FlashAttention") == [("FlashAttention", "library:fa")]
+
+
+def test_a_sentence_without_a_subject_takes_the_one_before_it_in_its_paragraph_only(
+    lexicon: Lexicon,
+) -> None:
+    notes = (
+        "# Notes\n\n"
+        "TensorRT is the fastest engine on NVIDIA GPUs. It fuses layers.\n\n"
+        "DeepMind is said to favour JAX for AlphaFold.\n"
+    )
+    links = link_corpus(read({"notes.md": notes}), lexicon)
+    assert subject_of(links, "notes.md", "It fuses layers.") == "inference-engine:tensorrt"
+    # a new paragraph is not about the last paragraph's subject
+    assert subject_of(links, "notes.md", "DeepMind is said to favour JAX for AlphaFold.") != (
+        "inference-engine:tensorrt"
+    )
+    assert not any(
+        r.source == "inference-engine:tensorrt" and "deepmind" in r.target
+        for r in links.extraction.relations
+    )
