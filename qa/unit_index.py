@@ -105,15 +105,6 @@ class UnitIndex:
                 terms[token] = idf
         return terms
 
-    def coverage(self, entity: str, terms: dict[str, float]) -> float:
-        """Share of the question's weighted terms that the entity's own units contain."""
-        if not terms:
-            return 0.0
-        have: set[str] = set()
-        for unit in self.search.by_subject.get(entity, [])[:400]:
-            have |= self._unit_tokens(unit)
-        return sum(w for t, w in terms.items() if t in have) / sum(terms.values())
-
     def _parent(self, entity: str) -> str | None:
         for rel in self.graph.out_relations(entity):
             if rel.relation == RelationType.PART_OF:
