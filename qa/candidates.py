@@ -100,6 +100,14 @@ class CandidateScorer(UnitIndex):
         # is linked to is a requirement the others are not known to meet: they rank after it
         # however well their words match
         decisive = self._decisive(constraints, signs)
+        # how much of what the question asks a candidate's retrieved units say, rare words
+        # weighing more: "API key auth, user quotas, role-based access" in one line counts
+        idf = self.search.lexical.idf
+        total = sum(w * idf(t) for t, w in weights.items()) or 1.0
+        said: dict[str, set[str]] = defaultdict(set)
+        for eid, units in support.items():
+            for unit in units:
+                said[eid] |= set(weights) & self._unit_tokens(unit)
         scored: list[Candidate] = []
         unmet: dict[str, int] = {}
         for eid in pool:
@@ -117,6 +125,7 @@ class CandidateScorer(UnitIndex):
                 0.55 * evidence.get(eid, 0.0) / top_evidence
                 + 0.45 * profile.get(eid, 0.0) / top_profile
             )
+            score *= 1.0 + sum(weights[t] * idf(t) for t in said[eid]) / total
             fit_sum = sum(sign * self.specificity(c) for c, sign in signs[eid].items())
             score *= 1.0 + max(-0.5, 0.6 * fit_sum)
             unmet[eid] = sum(1 for c in decisive if signs[eid].get(c, 0.0) <= 0)

@@ -336,3 +336,30 @@ def test_a_false_premise_about_hardware_meets_the_hardware_the_sources_state(
         "Since Osprey only runs on CPUs, how many CPU threads should I give it for a 70B model?"
     )
     assert "consumer GPUs" in answer.answer, answer.answer
+
+
+def test_the_candidate_whose_units_state_more_of_the_needs_ranks_first(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A README that repeats the question's common words ("self-hosted", "server", "OpenAI-
+    compatible") does not outrank the one whose lines state its rarer needs too (API key auth,
+    quotas, role-based access)."""
+    heron = (
+        "# Heron\n\nHeron is a self-hosted AI server.\n\n## Features\n\n"
+        "- OpenAI-compatible API for text and images.\n"
+        "- Multi-user ready: API key auth, user quotas, role-based access.\n"
+    )
+    egret = (
+        "# Egret\n\nEgret is a self-hosted server for OpenAI-compatible APIs.\n\n## Features\n\n"
+        "- The self-hosted server runs on any machine.\n"
+        "- The server exposes an OpenAI-compatible API for every model.\n"
+        "- A self-hosted deployment of the server takes one command.\n"
+        "- The server is easy to host for a whole company.\n"
+    )
+    files = {"heron-README.md": heron, "egret-README.md": egret}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask(
+        "Our company needs a self-hosted server with API key auth, per-user quotas and "
+        "role-based access, OpenAI-compatible. Which project?"
+    )
+    assert answer.recommendations and answer.recommendations[0].name == "Heron", answer.answer
