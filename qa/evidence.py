@@ -128,7 +128,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 draft.recommendations.append(
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
-        elif frame.choice or frame.options:
+        elif frame.choice or frame.options or bridge is not None:
             ranked_candidates, weighed = self.weigh(frame, named, ranked)
             bridge_type = self.graph.entity(bridge).type if bridge is not None else None
             if bridge is not None and (

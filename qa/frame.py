@@ -250,6 +250,10 @@ def question_options(text: str) -> list[Option]:
 _AFFIX = re.compile(r"-(?:like|based|style|compatible|powered|native|friendly|ready|only)$", re.I)
 
 
+#: words for the documents themselves
+_SOURCE_WORDS = frozenset({"readme", "readmes", "faq", "wiki", "changelog", "docs"})
+
+
 def named_things(text: str) -> list[tuple[str, int]]:
     """Specific names a question uses (shaped tokens and capitalised runs), with positions.
 
@@ -257,6 +261,8 @@ def named_things(text: str) -> list[tuple[str, int]]:
     ['CTranslate2', 'Apple Neural Engine', 'iPhone']
     >>> [n for n, _ in named_things("Windows 10 PCs want a NumPy-like API")]
     ['NumPy', 'API']
+    >>> named_things("Does llamafile build on it, says its README?")
+    []
     """
     found: list[tuple[str, int]] = []
     taken: list[tuple[int, int]] = []
@@ -269,6 +275,8 @@ def named_things(text: str) -> list[tuple[str, int]]:
         token = _AFFIX.sub("", m.group(0).rstrip(".-"))
         if re.fullmatch(r"[A-Z]{2,}s", token) or re.fullmatch(r"\d+[A-Za-z]{0,2}", token):
             continue  # "PCs", "GPUs"; "10", "70B" say how many, not which
+        if token.casefold() in _SOURCE_WORDS:
+            continue  # "its README": the sources themselves, not a thing they must name
         found.append((token, m.start()))
     return sorted(found, key=lambda t: t[1])
 
