@@ -137,8 +137,9 @@ def test_a_question_in_two_parts_gets_the_setting_and_both_claimed_amounts(store
 def test_what_a_named_things_readme_leads_to_is_the_answer_when_asked_what_it_is_called(
     store: Path,
 ) -> None:
-    """Asked "What is it called, and …its…?", the question wants the thing the named README leads to, though it
-    asks no choice: that thing leads the answer, with its own sentence for the second part."""
+    """Asked "What is it called, and …its…?", the question wants the thing the named README
+    leads to, though it asks no choice: that thing leads the answer, with its own sentence for
+    the second part."""
     answer = Assistant.open(store, dense=False).ask(
         "Tern's README names a library for low memory optimizers. What is it called, and "
         "what does its 8-bit optimizer use to keep 32-bit quality?"
