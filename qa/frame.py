@@ -81,7 +81,7 @@ _CHOICE = re.compile(
 _ASKS_WHO = re.compile(
     r"\bwhich (?:\w+ )?(?:labs?|laborator(?:y|ies)|compan(?:y|ies)|teams?|organi[sz]ations?|"
     r"universit(?:y|ies)|authors?|people|persons?|vendors?|institutions?)\b|\bwho\b|"
-    r"哪(?:个|家|所)?(?:公司|机构|实验室|团队|厂商|大学)|谁",
+    r"哪(?:个|家|所)?(?:公司|机构|实验室|团队|厂商|大学)",
     re.I,
 )
 #: a question that asks something of each thing it names
