@@ -128,7 +128,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 draft.recommendations.append(
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
-        elif frame.choice or frame.options or bridge is not None:
+        elif frame.choice or bridge is not None:
             ranked_candidates, weighed = self.weigh(frame, named, ranked)
             bridge_type = self.graph.entity(bridge).type if bridge is not None else None
             if bridge is not None and (
@@ -478,8 +478,8 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if telling(u) and u.doc not in docs_named
             ]
             # the graph's answer first: a unit whose edge from it is of the asked relation, to
-            # the kind of thing the question speaks of if it does ("only runs on CPUs?": its
-            # hardware, not what it supports)
+            # the kind of thing the question speaks of if it names one ("only runs on CPUs?":
+            # its hardware, not what it supports)
             stated = {
                 u.id: {
                     self.graph.entity(e.target).type
@@ -488,9 +488,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 }
                 for u in mine
             }
-            stating = sorted(
-                (u for u in mine if stated[u.id]), key=lambda u: not stated[u.id] & kinds
-            )
+            stating = [u for u in mine if stated[u.id] & kinds or (stated[u.id] and not kinds)]
             own = [u for u in mine if u.subject == eid]
             naming = [u for u in mine if eid in u.mentions]
             for unit in (stating or own or naming)[:1]:

@@ -84,6 +84,12 @@ _ASKS_WHO = re.compile(
     r"哪(?:个|家|所)?(?:公司|机构|实验室|团队|厂商|大学)",
     re.I,
 )
+#: "what is the difference", "有什么区别": a question that asks how things differ
+_DIFFERENCE = re.compile(
+    r"区别|差异|不同之处|有什么不同|有何不同|\bdifferences?\b|\bdiffer\b|"
+    r"\bhow (?:do|does) .{1,60}? compare\b",
+    re.I,
+)
 #: a question that asks something of each thing it names
 _EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
@@ -309,6 +315,8 @@ class QuestionFrame:
         False
         >>> QuestionFrame.read("Which lab favours JAX, and for which training project?").choice
         False
+        >>> QuestionFrame.read("JAX 在原生 Windows 和 WSL2 上的 GPU 支持有什么区别？").choice
+        False
         >>> frame = QuestionFrame.read("X 致谢的训练框架是哪个？Y 能不能把它作为后端？")
         >>> frame.choice, sorted(t.value for t in frame.types)
         (True, ['Framework'])
@@ -363,7 +371,9 @@ class QuestionFrame:
         if who:
             # "Which lab favours JAX, and for which project?" asks who
             types = frozenset()
-        choice = bool(options) or recommend or (cue and bool(types))
+        # "A 和 B 有什么区别？" names two things to tell apart, not to pick from
+        differ = bool(_DIFFERENCE.search(asked))
+        choice = (bool(options) and not differ) or recommend or (cue and bool(types))
         return cls(
             text=text,
             injection=injection,

@@ -363,3 +363,18 @@ def test_the_candidate_whose_units_state_more_of_the_needs_ranks_first(
         "role-based access, OpenAI-compatible. Which project?"
     )
     assert answer.recommendations and answer.recommendations[0].name == "Heron", answer.answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Zephyr 在原生 Windows 和 WSL2 上的支持有什么区别？",
+        "How does Zephyr differ on Windows and WSL2?",
+    ],
+)
+def test_asking_how_two_things_differ_recommends_neither(
+    assistant: Assistant, question: str
+) -> None:
+    answer = assistant.ask(question)
+    assert answer.recommendations == [], answer.answer
+    assert "Windows is not supported" in answer.answer, answer.answer
