@@ -20,6 +20,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from ingest.text import Tokenizer
+from ingest.topk import top_k
 from kg.errors import StoreError
 
 __all__ = ["LEXICAL_STATE_VERSION", "LexicalIndex", "LexicalState"]
@@ -197,8 +198,7 @@ class LexicalIndex:
             lo, hi = self._indptr[t], self._indptr[t + 1]
             docs, tf = self._doc_index[lo:hi], self._term_freq[lo:hi]
             scores[docs] += qtf * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
-        hits = np.flatnonzero(scores > 0.0)
-        order = hits[np.argsort(-scores[hits], kind="stable")][:k]
+        order = top_k(scores, np.flatnonzero(scores > 0.0), k)
         return [(self.ids[i], float(scores[i])) for i in order]
 
     def search_weighted(self, weights: dict[str, float], k: int = 10) -> list[tuple[str, float]]:
@@ -215,8 +215,7 @@ class LexicalIndex:
             lo, hi = self._indptr[t], self._indptr[t + 1]
             docs, tf = self._doc_index[lo:hi], self._term_freq[lo:hi]
             scores[docs] += weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
-        hits = np.flatnonzero(scores > 0.0)
-        order = hits[np.argsort(-scores[hits], kind="stable")][:k]
+        order = top_k(scores, np.flatnonzero(scores > 0.0), k)
         return [(self.ids[i], float(scores[i])) for i in order]
 
     def idf(self, term: str) -> float:

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from ingest.chunk import chunk_embedding_text
 from ingest.embed import Embedder
+from ingest.topk import top_k
 from kg.documents import Chunk
 from kg.errors import StoreError
 from kg.store import atomic_write_bytes, npy_bytes
@@ -84,7 +85,7 @@ class DenseIndex:
         if query.shape[0] != self.dim:
             raise StoreError(f"query vector has dim {query.shape[0]}, index has {self.dim}")
         scores = self.vectors @ query
-        order = np.argsort(-scores, kind="stable")[:k]
+        order = top_k(scores, np.arange(len(scores)), k)
         return [(self.ids[i], float(scores[i])) for i in order]
 
     def search_text(self, query: str, embedder: Embedder, k: int = 10) -> list[tuple[str, float]]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from ingest.embed import Embedder, make_embedder
+from ingest.embed import CachingEmbedder, Embedder, make_embedder
 from ingest.lexical import LexicalIndex
 from ingest.vector import DenseIndex
 from kg.documents import Snippet, SnippetStatus
@@ -194,7 +194,12 @@ class Assistant:
         opened = Store.open(Path(store))
         spec = opened.manifest.embedder_spec
         cache_dir, spin = settings.cache_dir, settings.ort_spin
-        factory = (lambda: make_embedder(spec, cache_dir=cache_dir, spin=spin)) if dense else None
+        factory = (
+            # the retriever and the unit search embed the same question: once, remembered
+            (lambda: CachingEmbedder(make_embedder(spec, cache_dir=cache_dir, spin=spin), 256))
+            if dense
+            else None
+        )
         lexicon = Lexicon.default(tuple(settings.lexicon))
         with _no_collection():
             assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
