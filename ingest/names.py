@@ -53,6 +53,19 @@ def flex_pattern(surface: str) -> str:
     return body
 
 
+_SEPARATORS = re.compile(r"[\s\-_]+")
+
+
+def _squash(text: str) -> str:
+    """A text without separators, in ASCII lower case: where a name's pattern (`flex_pattern`,
+    `surface_pattern`) matches in a text, the squashed name is inside the squashed text.
+
+    >>> _squash("Flash-Attention 2"), _squash("via flash attention-2!")
+    ('flashattention2', 'viaflashattention2!')
+    """
+    return _SEPARATORS.sub("", text.translate(_ASCII_LOWER))
+
+
 @dataclass(frozen=True)
 class _Surface:
     text: str
@@ -67,14 +80,23 @@ class NameMatcher:
     capital; shaped names ("vLLM", "llama.cpp", "RTX 4090") match in any case.
     """
 
-    def __init__(self, surfaces: Iterable[tuple[str, str, bool]]) -> None:
+    def __init__(
+        self, surfaces: Iterable[tuple[str, str, bool]], within: str | None = None
+    ) -> None:
+        """`within`: the matcher is only asked about texts inside this one (the units of the
+        documents being linked again): the names that cannot occur in it are left out of the
+        pattern (compiling every name of a large corpus costs ~0.3 s), which finds what the
+        whole one finds there."""
         unique = {(s.strip(), k, cs) for s, k, cs in surfaces if len(normalize_name(s)) >= 2}
         ordered = sorted(unique, key=lambda t: (-len(t[0]), t[0], t[1]))
         self._keys: dict[str, str] = {}
         folded_parts, exact_parts = [], []
+        squashed = _squash(within) if within is not None else None
         for surface, key, case_sensitive in ordered:
             norm = normalize_name(surface)
             self._keys.setdefault(norm, key)
+            if squashed is not None and _squash(surface) not in squashed:
+                continue
             if case_sensitive:
                 self._keys.setdefault("=" + surface, key)
                 exact_parts.append(surface_pattern(surface))

@@ -8,11 +8,13 @@ Layout::
       gen-000007/
         manifest.json         schema version, embedder id, lexicon hash, per-document hashes
         graph.json            node-link graph (nodes also carry their evidence)
-        lexical.json          the lexical index state
+        lexical.npz           the lexical index over the chunks (numpy arrays)
         docs/<key>.json       per document: text, extraction, chunks, snippets
         docs/<key>.npy        per document: chunk embeddings (rows follow the chunks)
         units.json            every evidence unit (sentence, item, row, ...) with its subject
-        units_lexical.json    the lexical index over the units
+        units_lexical.npz     the lexical index over the units
+        links.json            what linking made of each document (`ingest.link_cache`): lets
+                              the next ingest link again only what changed; optional
 
 A writer builds a complete new generation (hard-linking unchanged per-document files from the
 live one), then switches CURRENT with an atomic rename. Killing it at any moment leaves the previous
@@ -28,12 +30,13 @@ import json
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from kg.documents import Chunk, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
@@ -41,6 +44,8 @@ from kg.graph import KnowledgeGraph
 from kg.schema import SCHEMA_VERSION, Extraction
 
 __all__ = [
+    "LEXICAL_FILE",
+    "UNITS_LEXICAL_FILE",
     "DocRecord",
     "DocumentEntry",
     "Manifest",
@@ -50,6 +55,12 @@ __all__ = [
     "atomic_write_text",
     "npy_bytes",
 ]
+
+
+_UNITS = TypeAdapter(list[EvidenceUnit])
+#: The lexical indexes' arrays (`ingest.lexical.LexicalIndex.to_arrays`): chunks, units.
+LEXICAL_FILE = "lexical.npz"
+UNITS_LEXICAL_FILE = "units_lexical.npz"
 
 
 class DocumentEntry(BaseModel):
@@ -198,15 +209,31 @@ class Store:
             self._graph = KnowledgeGraph.from_node_link(self._json("graph.json"))
         return self._graph
 
-    def lexical_state(self, name: str = "lexical.json") -> dict[str, Any]:
-        """A lexical index state as the index module wrote it (chunks, or `units_lexical.json`)."""
-        state: dict[str, Any] = self._json(name)
-        return state
+    def arrays(self, name: str) -> dict[str, np.ndarray]:
+        """Named arrays as `StoreWriter.put_arrays` wrote them (`lexical.npz`, the index over
+        the chunks; `units_lexical.npz`, over the units)."""
+        path = self.dir / name
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {key: data[key] for key in data.files}
+        except (OSError, ValueError, zipfile.BadZipFile) as err:
+            raise StoreError(f"{path} is unreadable ({err}): rerun kgqa ingest") from err
+
+    def optional_bytes(self, name: str) -> bytes | None:
+        """A file of the generation that a rebuild can do without (a cache), or None if it is
+        missing or unreadable."""
+        try:
+            return (self.dir / name).read_bytes()
+        except OSError:
+            return None
 
     def units(self) -> list[EvidenceUnit]:
         """Every evidence unit of the corpus, linked (subject and mentions), in document order."""
+        path = self.dir / "units.json"
         try:
-            return [EvidenceUnit.model_validate(u) for u in self._json("units.json")]
+            return _UNITS.validate_json(path.read_bytes())
+        except OSError as err:
+            raise StoreError(f"{path} is unreadable ({err}): rerun kgqa ingest") from err
         except ValidationError as err:
             raise StoreError(
                 f"{self.dir / 'units.json'} is broken ({err}): rerun kgqa ingest"
@@ -291,8 +318,22 @@ class StoreWriter:
         self.manifest.documents[entry.id] = entry
 
     def put_json(self, name: str, data: Any) -> None:
-        """Write graph.json, lexical.json, ..."""
+        """Write graph.json, ..."""
         atomic_write_text(self.dir / name, json.dumps(data, ensure_ascii=False))
+
+    def put_arrays(self, name: str, arrays: dict[str, np.ndarray]) -> None:
+        """Write named arrays as one `.npz` (no pickles); `Store.arrays` reads them."""
+        buffer = io.BytesIO()
+        np.savez(buffer, allow_pickle=False, **arrays)
+        atomic_write_bytes(self.dir / name, buffer.getvalue())
+
+    def put_bytes(self, name: str, data: bytes) -> None:
+        """Write a file already serialised (links.json)."""
+        atomic_write_bytes(self.dir / name, data)
+
+    def put_units(self, units: list[EvidenceUnit]) -> None:
+        """Write units.json (`Store.units` reads it)."""
+        atomic_write_bytes(self.dir / "units.json", _UNITS.dump_json(units))
 
     def commit(self) -> Store:
         """Write the manifest, switch CURRENT, and remove generations older than the previous one.

@@ -32,7 +32,7 @@ from kg.errors import QuestionError
 from kg.graph import GraphStats
 from kg.lexicon import Lexicon
 from kg.schema import NodeType
-from kg.store import Store
+from kg.store import LEXICAL_FILE, UNITS_LEXICAL_FILE, Store
 from qa.compose import GraphComposer, find_conflicts
 from qa.evidence import EvidenceComposer
 from qa.frame import strip_injection
@@ -146,14 +146,14 @@ class Assistant:
         if chunks:
             matrix = np.concatenate([v for v in vectors if len(v)], axis=0).astype(np.float32)
             dense = DenseIndex([c.id for c in chunks], matrix, store.manifest.embedder)
-        lexical = LexicalIndex.from_state(store.lexical_state(), cache_dir=cache_dir)
+        lexical = LexicalIndex.from_arrays(store.arrays(LEXICAL_FILE), cache_dir=cache_dir)
         self.tokenizer = lexical.tokenizer
         self.reader = QuestionReader(self.graph, lexicon)
         self.retriever = Retriever(self.graph, lexicon, chunks, lexical, dense, embedder)
         self.composer = GraphComposer(self.graph, find_conflicts(self.graph), self.tokenizer)
         self.verifier = CitationVerifier(self.graph, self.documents)
-        units_lexical = LexicalIndex.from_state(
-            store.lexical_state("units_lexical.json"), cache_dir=cache_dir
+        units_lexical = LexicalIndex.from_arrays(
+            store.arrays(UNITS_LEXICAL_FILE), cache_dir=cache_dir
         )
         self.units = UnitSearch(store.units(), units_lexical, lexicon, chunks)
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
