@@ -12,6 +12,8 @@ A question is matched against every evidence unit three ways, fused by reciproca
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -76,6 +78,32 @@ def bilingual_search(
     return sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
+def _chunks_of(units: Sequence[EvidenceUnit], chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Unit id -> the id of the first chunk of its document (in `chunks`' order) that holds
+    the unit's start. A document's chunks run in order (their starts and ends ascending): the
+    first one ending after the start is found by bisection; others are searched in turn."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc, []).append(chunk)
+    ends = {
+        doc: [c.end for c in cs]
+        for doc, cs in by_doc.items()
+        if all(a.start <= b.start and a.end <= b.end for a, b in itertools.pairwise(cs))
+    }
+    found: dict[str, str] = {}
+    for unit in units:
+        candidates = by_doc.get(unit.doc, [])
+        if unit.doc in ends:
+            # the first chunk ending after the start; an earlier one ends before it
+            at = bisect.bisect_right(ends[unit.doc], unit.start)
+            candidates = candidates[at : at + 1]
+        for chunk in candidates:
+            if chunk.start <= unit.start < chunk.end:
+                found[unit.id] = chunk.id
+                break
+    return found
+
+
 class RankedUnit:
     """A unit with its fused score and the signals that produced it."""
 
@@ -110,15 +138,7 @@ class UnitSearch:
         self.lexicon = lexicon
         self.doc_weight = 0.3
         self.dense_weight = 0.15
-        self._chunk_of: dict[str, str] = {}
-        by_doc: dict[str, list[Chunk]] = {}
-        for chunk in chunks:
-            by_doc.setdefault(chunk.doc, []).append(chunk)
-        for unit in self.units:
-            for chunk in by_doc.get(unit.doc, []):
-                if chunk.start <= unit.start < chunk.end:
-                    self._chunk_of[unit.id] = chunk.id
-                    break
+        self._chunk_of = _chunks_of(self.units, chunks)
         self.tokenize = lexical.tokenizer.tokenize
         by_doc_units: dict[str, list[str]] = {}
         for unit in self.units:
