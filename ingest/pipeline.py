@@ -37,6 +37,7 @@ from ingest.workers import Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
 from kg.graph import GraphStats
+from kg.heap import no_collection
 from kg.lexicon import Lexicon
 from kg.schema import Extraction
 from kg.store import (
@@ -279,7 +280,8 @@ def ingest_corpus(
                 run.add(result, next(work))
     finally:
         work.close()
-    run.finish()
+    with no_collection():  # the whole corpus's units, entities and relations at once
+        run.finish()
     run.report.seconds.total = time.perf_counter() - started
     return run.report
 

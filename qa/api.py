@@ -14,10 +14,8 @@ assistant over the same store parts with another LLM (or none).
 from __future__ import annotations
 
 import copy
-import gc
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -30,6 +28,7 @@ from ingest.vector import DenseIndex
 from kg.documents import Snippet, SnippetStatus
 from kg.errors import QuestionError
 from kg.graph import GraphStats
+from kg.heap import no_collection
 from kg.lexicon import Lexicon
 from kg.schema import NodeType
 from kg.store import LEXICAL_FILE, UNITS_LEXICAL_FILE, Store
@@ -98,24 +97,6 @@ class AnswerEvent(BaseModel):
     kind: Literal["graph", "delta", "final"]
     text: str = ""
     answer: Answer | None = None
-
-
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """No cyclic garbage collection while a store opens: it makes ~1M objects that live as long
-    as the assistant, and the collector walked the growing heap again and again (a third of the
-    time to open a 230-document store). Then they are moved out of the collector's sight
-    (`gc.freeze`): a full collection walked them all again on the first answers (~0.1-0.3 s on
-    a large store, every time the heap had grown by a quarter). What is frozen is still freed
-    when nothing refers to it; only cycles among frozen objects would outlive their use."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 class Assistant:
@@ -205,7 +186,7 @@ class Assistant:
             else None
         )
         lexicon = Lexicon.default(tuple(settings.lexicon))
-        with _no_collection():
+        with no_collection(freeze=True):
             assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
         if llm == "none":
             llm = None
