@@ -179,8 +179,12 @@ class LexicalIndex:
 
     def _can_reuse(self, old: _Postings) -> bool:
         """An earlier index's postings stand for an unchanged text when it tokenized as this one
-        does: same state version (bumped when tokenization changes) and the same terms."""
-        return old.version == LEXICAL_STATE_VERSION and old.terms == self.terms
+        does: same state version (bumped when tokenization changes) and the same terms taught
+        to the segmenter (a new Latin name teaches it nothing)."""
+        learnable = Tokenizer.learnable
+        return old.version == LEXICAL_STATE_VERSION and learnable(old.terms) == learnable(
+            self.terms
+        )
 
     def _update_idf(self) -> None:
         n = len(self.ids)

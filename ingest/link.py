@@ -38,6 +38,7 @@ from ingest.link_cache import (
     FoundName,
     LinkCache,
     Lookups,
+    NameChanges,
     SubjectName,
     entities_digest,
     linker_fingerprint,
@@ -265,12 +266,17 @@ def link_corpus(
             entities[entry.id] = Entity(id=entry.id, type=entry.type, name=entry.name)
     types = {k: e.type for k, e in entities.items()}
     context = entities_digest(surfaces, types)
-    same_context = previous is not None and previous.entities == context
+    changes = (
+        None
+        if previous is None or not before or previous.entities == context
+        else NameChanges(previous, surfaces, types)
+    )
     again = [
         (doc, units)
         for doc, units in documents
-        if not (same_context and records[doc.id].linked)
+        if not records[doc.id].linked
         or records[doc.id].subject_id != subjects.get(doc.id)
+        or (changes is not None and changes.touch(records[doc.id], _texts([(doc, units)])))
     ]
     if again:
         # the names of a corpus make a large pattern: only those the units linked again can hold
@@ -307,7 +313,13 @@ def link_corpus(
     used |= {r.source for r in relations} | {r.target for r in relations}
     kept = sorted((entities[e] for e in used if e in entities), key=lambda e: e.id)
     extraction = Extraction(doc="(corpus)", doc_hash="", entities=kept, relations=relations)
-    cache = LinkCache(fingerprint=fingerprint, entities=context, documents=records)
+    cache = LinkCache(
+        fingerprint=fingerprint,
+        entities=context,
+        surfaces=sorted(set(surfaces)),
+        types=types,
+        documents=records,
+    )
     return CorpusLinks(extraction=extraction, units=linked, subjects=subjects, cache=cache)
 
 

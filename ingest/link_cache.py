@@ -22,9 +22,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ingest.names import squash, surface_keys
 from kg.documents import EvidenceUnit
 from kg.lexicon import Lexicon
-from kg.schema import Entity, NodeType, Relation
+from kg.schema import Entity, NodeType, Relation, normalize_name
 
 __all__ = [
     "LINK_CACHE_VERSION",
@@ -32,6 +33,7 @@ __all__ = [
     "FoundName",
     "LinkCache",
     "Lookups",
+    "NameChanges",
     "SubjectName",
     "entities_digest",
     "linker_fingerprint",
@@ -159,7 +161,69 @@ class LinkCache(BaseModel):
     version: int = LINK_CACHE_VERSION
     fingerprint: str = ""
     entities: str = Field(default="", description="digest of the names and types linked against")
+    surfaces: list[tuple[str, str, bool]] = Field(
+        default_factory=list, description="the names looked for: (name, entity, case-sensitive)"
+    )
+    types: dict[str, NodeType] = Field(default_factory=dict, description="every entity's type")
     documents: dict[str, DocLinks] = Field(default_factory=dict)
+
+
+class NameChanges:
+    """What changed in the corpus's entities between two links, as a document's units can see
+    it: the names (squashed, `ingest.names.squash`) whose matches in a text may now be found or
+    resolved differently, and the entities whose type changed or that came or went. A
+    document none of whose texts holds such a name, and none of whose links names such an
+    entity, links as it did."""
+
+    def __init__(
+        self,
+        before: LinkCache,
+        surfaces: list[tuple[str, str, bool]],
+        types: dict[str, NodeType],
+    ) -> None:
+        old, new = set(before.surfaces), set(surfaces)
+        changed = old ^ new
+        # a found name resolves through its normalised form (and one or two letters less, for a
+        # plural): where that resolution changed, every name of a nearby form is affected
+        keys_before, keys_now = surface_keys(before.surfaces), surface_keys(surfaces)
+        moved = {
+            k for k in keys_before.keys() | keys_now.keys() if keys_before.get(k) != keys_now.get(k)
+        }
+        exact = {k[1:] for k in moved if k.startswith("=")}
+        norms = {k for k in moved if not k.startswith("=")}
+        names = {s for s, _k, _cs in changed} | exact
+        for surface, _key, _cs in old | new:
+            norm = normalize_name(surface)
+            if any(_near(norm, n) for n in norms):
+                names.add(surface)
+        self.names = {squash(s.strip()) for s in names}
+        self.entities = {
+            e for e in before.types.keys() | types.keys() if before.types.get(e) != types.get(e)
+        }
+
+    def touch(self, record: DocLinks, texts: Iterable[str]) -> bool:
+        """Whether a document's links may change: its links name a changed entity, or its
+        texts hold a changed name."""
+        named = {k for ks in record.named for k in ks}
+        named |= {r.source for r in record.relations}  # the situations a document advises on
+        if named & self.entities:
+            return True
+        if not self.names:
+            return False
+        joined = squash("\n".join(texts))
+        return any(name in joined for name in self.names)
+
+
+def _near(norm: str, changed: str) -> bool:
+    """Whether a name normalised as `norm` may be found as, or resolved through, the changed
+    form (a plural adds one or two letters; resolution drops one or two).
+
+    >>> _near("gpu", "gpus"), _near("gpus", "gpu"), _near("gpu", "tpu")
+    (True, True, False)
+    """
+    if abs(len(norm) - len(changed)) > 2:
+        return False
+    return norm.startswith(changed) or changed.startswith(norm)
 
 
 def units_digest(units: Iterable[EvidenceUnit]) -> str:

@@ -149,9 +149,19 @@ class Tokenizer:
         """The Chinese words taught to this tokenizer, in order."""
         return tuple(self._terms)
 
+    @staticmethod
+    def learnable(terms: Iterable[str]) -> list[str]:
+        """The words of `terms` that `add_terms` teaches (those with Chinese characters): two
+        tokenizers taught the same of these, in the same order, tokenize alike.
+
+        >>> Tokenizer.learnable(["vLLM", "飞桨", "PaddlePaddle 飞桨"])
+        ['飞桨', 'PaddlePaddle 飞桨']
+        """
+        return [t for t in terms if _HAS_CJK.search(t)]
+
     def add_terms(self, terms: Iterable[str]) -> None:
         """Teach the segmenter these words (those with Chinese characters) as single tokens."""
-        new = [t for t in terms if _HAS_CJK.search(t)]
+        new = self.learnable(terms)
         with self._lock:
             self._terms.extend(new)
             if self._segmenter is not None:
