@@ -296,10 +296,15 @@ class LexicalIndex:
 
     @classmethod
     def from_arrays(
-        cls, arrays: Mapping[str, npt.NDArray[Any]], *, cache_dir: Path | None = None
+        cls,
+        arrays: Mapping[str, npt.NDArray[Any]],
+        *,
+        cache_dir: Path | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> LexicalIndex:
         """Rebuild an index from `to_arrays()` output (as `from_state`); raises `StoreError` if
-        the arrays are missing, of another version or inconsistent."""
+        the arrays are missing, of another version or inconsistent. `tokenizer`: one already
+        taught the index's terms, shared (a `grouped` index's, its units' index's)."""
         try:
             version = int(arrays["version"][0])
             k1, b = (float(x) for x in arrays["k1_b"])
@@ -324,8 +329,12 @@ class LexicalIndex:
         )
         if not consistent:
             raise StoreError("lexical index arrays are inconsistent: re-run `kgqa ingest`")
-        index = cls(Tokenizer(cache_dir=cache_dir), k1=k1, b=b)
-        index.add_terms(terms)
+        if tokenizer is None:
+            index = cls(Tokenizer(cache_dir=cache_dir), k1=k1, b=b)
+            index.add_terms(terms)
+        else:
+            index = cls(tokenizer, k1=k1, b=b)
+            index.terms = terms
         index.ids = ids
         index._vocab = {term: i for i, term in enumerate(vocab)}
         index._doc_len = doc_len.astype(np.float32)

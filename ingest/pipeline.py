@@ -32,7 +32,7 @@ from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
-from ingest.units import document_units, unit_index_text
+from ingest.units import document_units, unit_groups, unit_index_text
 from ingest.workers import Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
@@ -42,6 +42,8 @@ from kg.lexicon import Lexicon
 from kg.schema import Extraction
 from kg.store import (
     LEXICAL_FILE,
+    UNIT_DOCS_FILE,
+    UNIT_PROFILES_FILE,
     UNITS_LEXICAL_FILE,
     DocRecord,
     DocumentEntry,
@@ -463,7 +465,7 @@ class _Run:
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)
         report.dropped_relations = dropped
-        self.writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
+        self.writer.put_graph(graph)
         lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
         chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
@@ -481,6 +483,10 @@ class _Run:
             reuse=self._previous_unit_lexical(kept),
         )
         self.writer.put_arrays(UNITS_LEXICAL_FILE, unit_lexical.to_arrays())
+        # the documents and entity profiles answering searches whole, made once here
+        docs, profiles = unit_groups(units)
+        self.writer.put_arrays(UNIT_DOCS_FILE, unit_lexical.grouped(docs).to_arrays())
+        self.writer.put_arrays(UNIT_PROFILES_FILE, unit_lexical.grouped(profiles).to_arrays())
         self.writer.commit()
         report.documents = len(records)
         report.stats = graph.stats()

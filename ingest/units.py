@@ -10,6 +10,7 @@ as context ("Requirements:" before a list of versions).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 from ingest.markup import CleanText, clean_inline
@@ -22,6 +23,7 @@ __all__ = [
     "item_lead",
     "stem",
     "stem_text",
+    "unit_groups",
     "unit_index_text",
 ]
 
@@ -248,6 +250,29 @@ def document_units(doc: Document, blocks: list[Block]) -> list[EvidenceUnit]:
     for block in blocks:
         builder.block(block)
     return builder.units
+
+
+def unit_groups(
+    units: Sequence[EvidenceUnit], profile_size: int = 400
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The units searched together as one text each, by id: every document's units (documents
+    in id order), and every entity's profile, the first `profile_size` units about it (entities
+    with two or more, in id order).
+
+    >>> units = [EvidenceUnit(id=f"d#{i}", doc="d", start=i, end=i + 1, kind="sentence",
+    ...                       text="x", subject="tool:a") for i in range(2)]
+    >>> unit_groups(units)
+    ({'d': ['d#0', 'd#1']}, {'tool:a': ['d#0', 'd#1']})
+    """
+    by_doc: dict[str, list[str]] = {}
+    by_subject: dict[str, list[str]] = {}
+    for unit in units:
+        by_doc.setdefault(unit.doc, []).append(unit.id)
+        if unit.subject:
+            by_subject.setdefault(unit.subject, []).append(unit.id)
+    docs = {doc: by_doc[doc] for doc in sorted(by_doc)}
+    profiles = {e: ids[:profile_size] for e, ids in sorted(by_subject.items()) if len(ids) >= 2}
+    return docs, profiles
 
 
 def unit_index_text(unit: EvidenceUnit) -> str:

@@ -201,6 +201,19 @@ class KnowledgeGraph:
         return {"directed": True, "multigraph": True, "graph": {}, "nodes": nodes, "edges": edges}
 
     @classmethod
+    def from_parts(
+        cls, entities: Iterable[Entity], relations: Iterable[Relation]
+    ) -> KnowledgeGraph:
+        """The graph of these entities and relations, adopted (not copied): what `entities()`
+        and `relations()` of a graph give make that graph again."""
+        graph = cls()
+        for entity in entities:
+            graph.add_entity(entity, adopt=True)
+        for relation in relations:
+            graph.add_relation(relation, adopt=True)
+        return graph
+
+    @classmethod
     def from_node_link(cls, data: dict[str, Any]) -> KnowledgeGraph:
         """Inverse of `to_node_link` (also reads node evidence written by the store). The
         entities and relations made here are adopted, not copied."""

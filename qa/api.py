@@ -31,7 +31,13 @@ from kg.graph import GraphStats
 from kg.heap import no_collection
 from kg.lexicon import Lexicon
 from kg.schema import NodeType
-from kg.store import LEXICAL_FILE, UNITS_LEXICAL_FILE, Store
+from kg.store import (
+    LEXICAL_FILE,
+    UNIT_DOCS_FILE,
+    UNIT_PROFILES_FILE,
+    UNITS_LEXICAL_FILE,
+    Store,
+)
 from qa.compose import GraphComposer, find_conflicts
 from qa.evidence import EvidenceComposer
 from qa.frame import strip_injection
@@ -140,7 +146,18 @@ class Assistant:
         units_lexical = LexicalIndex.from_arrays(
             store.arrays(UNITS_LEXICAL_FILE), cache_dir=cache_dir
         )
-        self.units = UnitSearch(store.units(), units_lexical, lexicon, chunks)
+        grouped = [store.optional_arrays(n) for n in (UNIT_DOCS_FILE, UNIT_PROFILES_FILE)]
+        docs, profiles = (
+            None if g is None else LexicalIndex.from_arrays(g, tokenizer=units_lexical.tokenizer)
+            for g in grouped
+        )
+        self.units = UnitSearch(
+            store.units(),
+            units_lexical,
+            lexicon,
+            chunks,
+            grouped=(docs, profiles) if docs is not None and profiles is not None else None,
+        )
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
         self._llm = llm
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ingest.lexical import LexicalIndex
-from ingest.units import stem_text, unit_index_text
+from ingest.units import stem_text, unit_groups, unit_index_text
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
 
@@ -131,7 +131,10 @@ class UnitSearch:
         lexical: LexicalIndex,
         lexicon: Lexicon,
         chunks: Sequence[Chunk] = (),
+        grouped: tuple[LexicalIndex, LexicalIndex] | None = None,
     ) -> None:
+        """`grouped`: the indexes of `unit_groups` (documents, profiles) as ingest made them
+        from `lexical` (else they are made here)."""
         self.units = list(units)
         self.by_id = {u.id: u for u in self.units}
         self.lexical = lexical
@@ -140,15 +143,6 @@ class UnitSearch:
         self.dense_weight = 0.15
         self._chunk_of = _chunks_of(self.units, chunks)
         self.tokenize = lexical.tokenizer.tokenize
-        by_doc_units: dict[str, list[str]] = {}
-        for unit in self.units:
-            by_doc_units.setdefault(unit.doc, []).append(unit.id)
-        # the documents and the entities' profiles searched whole: made from the units' postings
-        # when the index holds every unit (a store's), else by tokenizing their texts
-        whole = set(lexical.ids) >= set(self.by_id)
-        self.doc_lexical = self._grouped(
-            lexical, {d: by_doc_units[d] for d in sorted(by_doc_units)}, whole
-        )
         self.by_subject: dict[str, list[EvidenceUnit]] = {}
         self.by_mention: dict[str, list[EvidenceUnit]] = {}
         for unit in self.units:
@@ -156,11 +150,16 @@ class UnitSearch:
                 self.by_subject.setdefault(unit.subject, []).append(unit)
             for eid in unit.mentions:
                 self.by_mention.setdefault(eid, []).append(unit)
-        # an entity's profile: everything its own units say, searched like one document
-        profiled = sorted(e for e, us in self.by_subject.items() if len(us) >= 2)
-        self.profiles = self._grouped(
-            lexical, {e: [u.id for u in self.by_subject[e][:400]] for e in profiled}, whole
-        )
+        # the documents, and the entities' profiles (everything an entity's own units say),
+        # searched whole: made from the units' postings when the index holds every unit (a
+        # store's), else by tokenizing their texts
+        if grouped is not None:
+            self.doc_lexical, self.profiles = grouped
+        else:
+            whole = set(lexical.ids) >= set(self.by_id)
+            docs, profiles = unit_groups(self.units)
+            self.doc_lexical = self._grouped(lexical, docs, whole)
+            self.profiles = self._grouped(lexical, profiles, whole)
 
     def _grouped(
         self, lexical: LexicalIndex, groups: dict[str, list[str]], whole: bool

@@ -78,7 +78,7 @@ def _build_store(root: Path, corpus: Path) -> Store:
         )
         entry = DocumentEntry(id=doc.id, hash=doc.hash, key=doc_key(doc.id), source=str(doc.id))
         writer.put_document(entry, record, np.zeros((0, 4), dtype=np.float32))
-    writer.put_json("graph.json", KnowledgeGraph().to_node_link())
+    writer.put_graph(KnowledgeGraph())
     lexical = LexicalIndex()
     lexical.build([], [])
     writer.put_arrays(LEXICAL_FILE, lexical.to_arrays())
