@@ -10,6 +10,7 @@ as one token. The index owns that tokenizer: the answering stack tokenizes quest
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ class LexicalIndex:
         self._doc_index = np.zeros(0, dtype=np.int32)
         self._term_freq = np.zeros(0, dtype=np.float32)
         self._idf = np.zeros(0, dtype=np.float32)
+        self._by_doc: _DocTerms | None = None  # the postings by document, made on first use
+        self._lock = threading.Lock()
 
     def add_terms(self, terms: list[str]) -> None:
         """Add entity names to the segmentation dictionary. Call before `build` (texts already
@@ -121,6 +124,7 @@ class LexicalIndex:
             np.int64
         )
         order = np.lexsort((docs, term_ids))  # term-major, documents ascending
+        self._by_doc = None
         self.ids = list(ids)
         per_term = np.bincount(term_ids, minlength=len(vocab))
         self._indptr = np.concatenate([[0], np.cumsum(per_term)]).astype(np.int64)
@@ -224,6 +228,21 @@ class LexicalIndex:
             scores[docs] += weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
         order = top_k(scores, np.flatnonzero(scores > 0.0), k)
         return [(self.ids[i], float(scores[i])) for i in order]
+
+    def terms_of(self, doc_id: str) -> frozenset[str] | None:
+        """The distinct tokens of an indexed text, read from the postings (None for an id the
+        index does not hold): what `tokenizer.tokenize` made of it when it was indexed.
+
+        >>> index = LexicalIndex()
+        >>> index.build(["a", "b"], ["fast engine", "runs on GPUs"])
+        >>> sorted(index.terms_of("b")), index.terms_of("c")
+        (['gpus', 'on', 'runs'], None)
+        """
+        by_doc = self._by_doc
+        if by_doc is None:
+            with self._lock:
+                by_doc = self._by_doc = self._by_doc or _DocTerms(self)
+        return by_doc.terms_of(doc_id)
 
     def idf(self, term: str) -> float:
         """The inverse document frequency of a token (0 when no document has it)."""
@@ -343,6 +362,26 @@ class LexicalIndex:
         index._term_freq = term_freq.astype(np.float32)
         index._update_idf()
         return index
+
+
+class _DocTerms:
+    """An index's postings turned document-major: each document's term ids."""
+
+    def __init__(self, index: LexicalIndex) -> None:
+        self.vocab = sorted(index._vocab, key=index._vocab.__getitem__)
+        self.at = {doc_id: i for i, doc_id in enumerate(index.ids)}
+        terms = np.repeat(np.arange(len(self.vocab), dtype=np.int64), np.diff(index._indptr))
+        order = np.argsort(index._doc_index, kind="stable")
+        self.terms = terms[order]
+        counts = np.bincount(index._doc_index, minlength=len(index.ids))
+        self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    def terms_of(self, doc_id: str) -> frozenset[str] | None:
+        i = self.at.get(doc_id)
+        if i is None:
+            return None
+        vocab = self.vocab
+        return frozenset(vocab[t] for t in self.terms[self.indptr[i] : self.indptr[i + 1]].tolist())
 
 
 def _joined(strings: list[str]) -> npt.NDArray[np.uint8]:

@@ -32,7 +32,7 @@ from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
-from ingest.units import document_units, unit_groups, unit_index_text
+from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
 from ingest.workers import Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
@@ -43,6 +43,7 @@ from kg.schema import Extraction
 from kg.store import (
     LEXICAL_FILE,
     UNIT_DOCS_FILE,
+    UNIT_NORMS_FILE,
     UNIT_PROFILES_FILE,
     UNITS_LEXICAL_FILE,
     DocRecord,
@@ -408,6 +409,26 @@ class _Run:
                 kept.setdefault(unit.doc, []).append(unit)
         return kept
 
+    def _unit_norms(
+        self, units: list[EvidenceUnit], kept: dict[str, list[EvidenceUnit]]
+    ) -> dict[str, str]:
+        """`units_text_norm` of each document's units: the previous store's for the documents
+        carried over (the same units), made for the others."""
+        raw = self.previous.optional_bytes(UNIT_NORMS_FILE) if self.previous is not None else None
+        try:
+            before = json.loads(raw) if raw is not None else {}
+        except ValueError:  # made again: it is the units' text, normalised
+            before = {}
+        by_doc: dict[str, list[EvidenceUnit]] = {}
+        for unit in units:
+            by_doc.setdefault(unit.doc, []).append(unit)
+        return {
+            doc: before[doc]
+            if doc in kept and isinstance(before.get(doc), str)
+            else units_text_norm(doc_units)
+            for doc, doc_units in sorted(by_doc.items())
+        }
+
     def _previous_links(self) -> LinkCache | None:
         """What linking made of each document last time (None: link every document)."""
         raw = self.previous.optional_bytes(LINKS_FILE) if self.previous is not None else None
@@ -473,6 +494,8 @@ class _Run:
         lexical.build([c.id for c in chunks], texts, reuse=self._previous_lexical())
         self.writer.put_arrays(LEXICAL_FILE, lexical.to_arrays())
         self.writer.put_units(linked.units)
+        norms = self._unit_norms(linked.units, kept)
+        self.writer.put_bytes(UNIT_NORMS_FILE, json.dumps(norms, ensure_ascii=False).encode())
         self.writer.put_bytes(LINKS_FILE, linked.cache.model_dump_json().encode("utf-8"))
         unit_lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         unit_lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])

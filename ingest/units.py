@@ -10,12 +10,13 @@ as context ("Requirements:" before a list of versions).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ingest.markup import CleanText, clean_inline
 from ingest.text import split_sentences
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
+from kg.schema import normalize_name
 
 __all__ = [
     "MAX_UNIT_CHARS",
@@ -25,6 +26,7 @@ __all__ = [
     "stem_text",
     "unit_groups",
     "unit_index_text",
+    "units_text_norm",
 ]
 
 #: A unit longer than this is cut at a soft break (a 1 MB line is not one quote).
@@ -273,6 +275,20 @@ def unit_groups(
     docs = {doc: by_doc[doc] for doc in sorted(by_doc)}
     profiles = {e: ids[:profile_size] for e, ids in sorted(by_subject.items()) if len(ids) >= 2}
     return docs, profiles
+
+
+def units_text_norm(units: Iterable[EvidenceUnit]) -> str:
+    """What units say (their texts and table headers), normalised as one string
+    (`normalize_name`): a name is written in them where its normalised form is inside. The
+    normalisation of units one after the other is their normalisations joined (spaces go), so
+    a corpus's is its documents' joined, in order.
+
+    >>> unit = EvidenceUnit(id="d#0", doc="d", start=0, end=9, kind="row", text="Tensor Flow",
+    ...                     header=["Name", "GPU"])
+    >>> units_text_norm([unit])
+    'tensorflownamegpu'
+    """
+    return normalize_name(" ".join(u.text + " " + " ".join(u.header) for u in units))
 
 
 def unit_index_text(unit: EvidenceUnit) -> str:

@@ -15,6 +15,8 @@ Layout::
         units_lexical.npz     the lexical index over the units
         unit_docs.npz         ... grouped by document; unit_profiles.npz: by the entity they
                               are about (made from it: the reader makes them if missing)
+        unit_norms.json       each document's unit texts normalised (the reader makes it if
+                              missing)
         links.json            what linking made of each document (`ingest.link_cache`): lets
                               the next ingest link again only what changed; optional
 
@@ -49,6 +51,7 @@ __all__ = [
     "LEXICAL_FILE",
     "UNITS_LEXICAL_FILE",
     "UNIT_DOCS_FILE",
+    "UNIT_NORMS_FILE",
     "UNIT_PROFILES_FILE",
     "DocRecord",
     "DocumentEntry",
@@ -68,6 +71,8 @@ LEXICAL_FILE = "lexical.npz"
 UNITS_LEXICAL_FILE = "units_lexical.npz"
 UNIT_DOCS_FILE = "unit_docs.npz"
 UNIT_PROFILES_FILE = "unit_profiles.npz"
+#: Each document's units' texts normalised (`ingest.units.units_text_norm`), by document id.
+UNIT_NORMS_FILE = "unit_norms.json"
 
 
 class _GraphFile(BaseModel):

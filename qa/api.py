@@ -14,6 +14,7 @@ assistant over the same store parts with another LLM (or none).
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,8 +26,8 @@ from pydantic import BaseModel
 from ingest.embed import CachingEmbedder, Embedder, make_embedder
 from ingest.lexical import LexicalIndex
 from ingest.vector import DenseIndex
-from kg.documents import Snippet, SnippetStatus
-from kg.errors import QuestionError
+from kg.documents import EvidenceUnit, Snippet, SnippetStatus
+from kg.errors import QuestionError, StoreError
 from kg.graph import GraphStats
 from kg.heap import no_collection
 from kg.lexicon import Lexicon
@@ -34,6 +35,7 @@ from kg.schema import NodeType
 from kg.store import (
     LEXICAL_FILE,
     UNIT_DOCS_FILE,
+    UNIT_NORMS_FILE,
     UNIT_PROFILES_FILE,
     UNITS_LEXICAL_FILE,
     Store,
@@ -151,12 +153,14 @@ class Assistant:
             None if g is None else LexicalIndex.from_arrays(g, tokenizer=units_lexical.tokenizer)
             for g in grouped
         )
+        units = store.units()
         self.units = UnitSearch(
-            store.units(),
+            units,
             units_lexical,
             lexicon,
             chunks,
             grouped=(docs, profiles) if docs is not None and profiles is not None else None,
+            text_norm=_text_norm(store, units),
         )
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
         self._llm = llm
@@ -380,6 +384,22 @@ class Assistant:
             embedder=self.store.manifest.embedder,
             backend=f"llm:{self._llm.name}" if self._llm else "graph",
         )
+
+
+def _text_norm(store: Store, units: list[EvidenceUnit]) -> str | None:
+    """The units' texts normalised (`ingest.units.units_text_norm`) as ingest kept them, by
+    document (None where the store has no such file, or not for these units' documents)."""
+    raw = store.optional_bytes(UNIT_NORMS_FILE)
+    if raw is None:
+        return None
+    try:
+        norms = json.loads(raw)
+    except ValueError as err:
+        raise StoreError(f"{store.dir / UNIT_NORMS_FILE} is unreadable: rerun kgqa ingest") from err
+    docs = {u.doc for u in units}
+    if not isinstance(norms, dict) or set(norms) != docs:
+        return None
+    return "".join(str(norms[doc]) for doc in sorted(docs))
 
 
 def _fall_back(draft: Answer, kind: FallbackKind, detail: str) -> Answer:

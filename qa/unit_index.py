@@ -12,10 +12,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 
 from ingest.markup import strip_markup
-from ingest.units import stem_text, unit_index_text
+from ingest.units import stem_text, unit_index_text, units_text_norm
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
-from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
+from kg.schema import Evidence, NodeType, Relation, RelationType
 from qa.frame import QuestionFrame
 from qa.schema import (
     DraftPoint,
@@ -113,16 +113,21 @@ class UnitIndex:
 
     @cached_property
     def _corpus_norm(self) -> str:
-        """Every unit's text and table header, normalised (`normalize_name`) as one string: made
-        on first use (~0.1 s on a large corpus), by the questions that ask whether the corpus
-        names a thing at all."""
-        corpus = " ".join(u.text + " " + " ".join(u.header) for u in self.search.units)
-        return normalize_name(corpus)
+        """Every unit's text and table header, normalised as one string (`units_text_norm`):
+        as the store keeps it, else made on first use (~0.1 s on a large corpus)."""
+        if self.search.text_norm is not None:
+            return self.search.text_norm
+        return units_text_norm(self.search.units)
 
     def _unit_tokens(self, unit: EvidenceUnit) -> frozenset[str]:
         tokens = self._tokens.get(unit.id)
         if tokens is None:
-            tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
+            # a store's unit: the tokens its index holds (tokenizing it again cost ~5 ms a
+            # question on a large corpus); any other: tokenized here
+            if self.search.by_id.get(unit.id) is unit:
+                tokens = self.search.lexical.terms_of(unit.id)
+            if tokens is None:
+                tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
             self._tokens[unit.id] = tokens
         return tokens
 

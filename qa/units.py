@@ -132,10 +132,13 @@ class UnitSearch:
         lexicon: Lexicon,
         chunks: Sequence[Chunk] = (),
         grouped: tuple[LexicalIndex, LexicalIndex] | None = None,
+        text_norm: str | None = None,
     ) -> None:
         """`grouped`: the indexes of `unit_groups` (documents, profiles) as ingest made them
-        from `lexical` (else they are made here)."""
+        from `lexical` (else they are made here); `text_norm`: `units_text_norm` of the units,
+        as ingest made it (else it is made when first asked for)."""
         self.units = list(units)
+        self.text_norm = text_norm
         self.by_id = {u.id: u for u in self.units}
         self.lexical = lexical
         self.lexicon = lexicon
