@@ -64,6 +64,7 @@ class LexicalIndex:
         self._term_freq = np.zeros(0, dtype=np.float32)
         self._idf = np.zeros(0, dtype=np.float32)
         self._by_doc: _DocTerms | None = None  # the postings by document, made on first use
+        self._id_ranks: npt.NDArray[np.int64] | None = None
         self._lock = threading.Lock()
 
     def add_terms(self, terms: list[str]) -> None:
@@ -124,7 +125,7 @@ class LexicalIndex:
             np.int64
         )
         order = np.lexsort((docs, term_ids))  # term-major, documents ascending
-        self._by_doc = None
+        self._by_doc, self._id_ranks = None, None
         self.ids = list(ids)
         per_term = np.bincount(term_ids, minlength=len(vocab))
         self._indptr = np.concatenate([[0], np.cumsum(per_term)]).astype(np.int64)
@@ -216,6 +217,12 @@ class LexicalIndex:
         """`search` with a weight per query token (tokens as `tokenize` makes them)."""
         if not self.ids or k <= 0:
             return []
+        scores = self.weighted_scores(weights)
+        order = top_k(scores, np.flatnonzero(scores > 0.0), k)
+        return [(self.ids[i], float(scores[i])) for i in order]
+
+    def weighted_scores(self, weights: dict[str, float]) -> npt.NDArray[np.float32]:
+        """The BM25 score of every document (`ids` order) for weighted query tokens."""
         scores = np.zeros(len(self.ids), dtype=np.float32)
         avgdl = float(self._doc_len.mean()) or 1.0
         norm = self.k1 * (1.0 - self.b + self.b * self._doc_len / avgdl)
@@ -226,8 +233,18 @@ class LexicalIndex:
             lo, hi = self._indptr[t], self._indptr[t + 1]
             docs, tf = self._doc_index[lo:hi], self._term_freq[lo:hi]
             scores[docs] += weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
-        order = top_k(scores, np.flatnonzero(scores > 0.0), k)
-        return [(self.ids[i], float(scores[i])) for i in order]
+        return scores
+
+    def id_ranks(self) -> npt.NDArray[np.int64]:
+        """Each document's place among the ids in string order (ties between scores are broken
+        by id): made on first use."""
+        ranks = self._id_ranks
+        if ranks is None or len(ranks) != len(self.ids):
+            order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+            ranks = np.empty(len(self.ids), dtype=np.int64)
+            ranks[order] = np.arange(len(self.ids), dtype=np.int64)
+            self._id_ranks = ranks
+        return ranks
 
     def terms_of(self, doc_id: str) -> frozenset[str] | None:
         """The distinct tokens of an indexed text, read from the postings (None for an id the

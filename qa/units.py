@@ -17,7 +17,10 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from ingest.lexical import LexicalIndex
+from ingest.topk import top_k
 from ingest.units import stem_text, unit_groups, unit_index_text
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
@@ -64,18 +67,26 @@ def bilingual_search(
     latin = {t: w for t, w in weights.items() if not _CJK.search(t)}
     if not cjk or not latin:
         return index.search_weighted(weights, k)
-    combined: dict[str, float] = {}
     has_cjk = bool(_CJK.search(own)) if own else True
     has_latin = bool(re.search(r"[A-Za-z]{2}", own)) if own else True
+    if not index.ids or k <= 0:
+        return []
+    # in arrays over the index's documents, the arithmetic and order of adding up each part's
+    # hits by id (a question's units search may hold thousands)
+    combined = np.zeros(len(index.ids), dtype=np.float64)
+    found = np.zeros(len(index.ids), dtype=bool)
     for part, present in ((cjk, has_cjk), (latin, has_latin)):
-        hits = index.search_weighted(part, 3 * k)
-        if not hits:
+        scores = index.weighted_scores(part)
+        hits = top_k(scores, np.flatnonzero(scores > 0.0), 3 * k)
+        if not len(hits):
             continue
-        top = hits[0][1] or 1.0
+        top = float(scores[hits[0]]) or 1.0
         share = 1.0 if present else 0.35
-        for doc, score in hits:
-            combined[doc] = combined.get(doc, 0.0) + share * score / top
-    return sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        combined[hits] += share * scores[hits].astype(np.float64) / top
+        found[hits] = True
+    hit = np.flatnonzero(found)
+    best = hit[np.lexsort((index.id_ranks()[hit], -combined[hit]))][:k]
+    return [(index.ids[i], float(combined[i])) for i in best.tolist()]
 
 
 def _chunks_of(units: Sequence[EvidenceUnit], chunks: Sequence[Chunk]) -> dict[str, str]:
