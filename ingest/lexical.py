@@ -112,19 +112,26 @@ class LexicalIndex:
         if old is not None and reused:
             old_terms, old_docs, old_freqs = _kept_postings(old, reused)
             docs, freqs = np.concatenate([docs, old_docs]), np.concatenate([freqs, old_freqs])
-            used = np.unique(old_terms).tolist()
-            vocab = sorted(set(vocab) | {old.vocab(t) for t in used})
+            # the old terms still used (in order: the sort below finds them one run) and the
+            # new texts' others
+            used = np.flatnonzero(np.bincount(old_terms, minlength=old.vocab_size)).tolist()
+            kept_terms = [old.vocab(t) for t in used]
+            known = set(kept_terms)
+            vocab = sorted(kept_terms + [term for term in vocab if term not in known])
             self._vocab = {term: t for t, term in enumerate(vocab)}
             remap = np.zeros(old.vocab_size, dtype=np.int64)
             remap[used] = [self._vocab[old.vocab(t)] for t in used]
             term_ids = remap[old_terms]
             for i, at in reused.items():
                 self._doc_len[i] = old.doc_len[at]
-        self._vocab = {term: t for t, term in enumerate(vocab)}
+        else:
+            self._vocab = {term: t for t, term in enumerate(vocab)}
         term_ids = np.concatenate([[self._vocab[term] for term in terms], term_ids]).astype(
             np.int64
         )
-        order = np.lexsort((docs, term_ids))  # term-major, documents ascending
+        # term-major, documents ascending: one key per posting (a document has one posting a
+        # term), sorted stably, which merges the kept postings' sorted run in linear time
+        order = np.argsort(term_ids * max(1, len(ids)) + docs, kind="stable")
         self._by_doc, self._id_ranks = None, None
         self.ids = list(ids)
         per_term = np.bincount(term_ids, minlength=len(vocab))
