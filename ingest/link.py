@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ingest.claims import advice, claim_relation
@@ -210,19 +210,22 @@ def link_corpus(
     documents: list[tuple[Document, list[EvidenceUnit]]],
     lexicon: Lexicon,
     previous: LinkCache | None = None,
+    same_units: Collection[str] = (),
 ) -> CorpusLinks:
     """Entities, claims and unit subjects over a whole corpus (see the module docstring).
 
     `previous` is the `CorpusLinks.cache` of an earlier link: what each document made then is
     taken back where nothing it depends on changed (`ingest.link_cache`); the result is the one
-    linking without it makes."""
+    linking without it makes. `same_units`: documents whose units are known to be the ones
+    `previous` was made from (a store's, kept with it): not compared again."""
     documents = sorted(documents, key=lambda d: d[0].id)
     fingerprint = linker_fingerprint(lexicon)
     before = (
         previous.documents if previous is not None and previous.fingerprint == fingerprint else {}
     )
     records = {
-        doc.id: _read_document(doc, units, lexicon, before.get(doc.id)) for doc, units in documents
+        doc.id: _read_document(doc, units, lexicon, before.get(doc.id), doc.id in same_units)
+        for doc, units in documents
     }
     plain = set().union(*(r.plain for r in records.values()))
     registry = _Registry(lexicon)
@@ -324,10 +327,16 @@ def link_corpus(
 
 
 def _read_document(
-    doc: Document, units: list[EvidenceUnit], lexicon: Lexicon, before: DocLinks | None
+    doc: Document,
+    units: list[EvidenceUnit],
+    lexicon: Lexicon,
+    before: DocLinks | None,
+    same_units: bool = False,
 ) -> DocLinks:
     """What linking reads of one document alone (its plain words and its subject), taken from
-    `before` when that was made of the same text and units."""
+    `before` when that was made of the same text and units (`same_units`: known to be)."""
+    if before is not None and before.hash == doc.hash and same_units:
+        return before
     digest = units_digest(units)
     if before is not None and before.hash == doc.hash and before.units == digest:
         return before

@@ -482,7 +482,9 @@ class _Run:
         if self.previous is not None:
             report.removed = sorted(set(self.previous.manifest.documents) - set(records))
         kept = self._kept_units()
-        linked = link_corpus(_corpus_units(records, report, kept), lexicon, self._previous_links())
+        linked = link_corpus(
+            _corpus_units(records, report, kept), lexicon, self._previous_links(), same_units=kept
+        )
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)
         report.dropped_relations = dropped

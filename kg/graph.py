@@ -160,14 +160,16 @@ class KnowledgeGraph:
 
     def stats(self) -> GraphStats:
         """Counts of entities and relations by type."""
+        entities = [data["entity"] for _node, data in self.g.nodes(data=True)]
+        relations = [data["rel"] for _s, _t, data in self.g.edges(data=True)]
+        documents = {ev.doc for r in relations for ev in r.evidence}
+        documents |= {ev.doc for e in entities for ev in e.evidence}
         return GraphStats(
             entities=self.g.number_of_nodes(),
             relations=self.g.number_of_edges(),
-            documents=len(self.documents()),
-            entities_by_type=dict(sorted(Counter(e.type.value for e in self.entities()).items())),
-            relations_by_type=dict(
-                sorted(Counter(r.relation.value for r in self.relations()).items())
-            ),
+            documents=len(documents),
+            entities_by_type=dict(sorted(Counter(e.type.value for e in entities).items())),
+            relations_by_type=dict(sorted(Counter(r.relation.value for r in relations).items())),
         )
 
     # -- export -----------------------------------------------------------------------------
