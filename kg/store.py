@@ -75,6 +75,15 @@ UNIT_PROFILES_FILE = "unit_profiles.npz"
 UNIT_NORMS_FILE = "unit_norms.json"
 
 
+def _why(err: Exception) -> str:
+    """An error in one line: a broken JSON file's first problem, where it is."""
+    if isinstance(err, ValidationError) and err.errors():
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{first['msg']}{' at ' + where if where else ''}"
+    return str(err)
+
+
 class _GraphFile(BaseModel):
     """graph.json: the graph's entities and relations (ids order), read by pydantic's JSON core
     (3x faster than the node-link form `kgqa graph export` writes)."""
@@ -224,7 +233,7 @@ class Store:
             try:
                 parts = _GraphFile.model_validate_json(path.read_bytes())
             except (OSError, ValidationError) as err:
-                raise StoreError(f"{path} is unreadable ({err}): rerun kgqa ingest") from err
+                raise StoreError(f"{path} is unreadable ({_why(err)}): rerun kgqa ingest") from err
             self._graph = KnowledgeGraph.from_parts(parts.entities, parts.relations)
         return self._graph
 
@@ -258,9 +267,7 @@ class Store:
         except OSError as err:
             raise StoreError(f"{path} is unreadable ({err}): rerun kgqa ingest") from err
         except ValidationError as err:
-            raise StoreError(
-                f"{self.dir / 'units.json'} is broken ({err}): rerun kgqa ingest"
-            ) from err
+            raise StoreError(f"{path} is broken ({_why(err)}): rerun kgqa ingest") from err
 
     def doc_record(self, doc_id: str) -> DocRecord:
         """Everything stored for one document."""
