@@ -207,7 +207,7 @@ class Assistant:
             else None
         )
         lexicon = Lexicon.default(tuple(settings.lexicon))
-        with no_collection(freeze=True):
+        with no_collection(settle=True):
             assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
         if llm == "none":
             llm = None
