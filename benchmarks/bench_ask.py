@@ -125,6 +125,7 @@ _PHASES = """
 import os, sys, time
 t0 = time.perf_counter()
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as qa.cli.main does
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from qa.cli import build_parser, settings_of
 argv = ["ask", sys.argv[3], "--store", sys.argv[1]]
 argv += ["--no-dense"] if sys.argv[2] == "no-dense" else []

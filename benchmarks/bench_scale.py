@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # this script is an entry point
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `qa.cli.main` sets it
 
 REAL_DOCS = ROOT.parent / "shared" / "real-docs"
 QUESTIONS = {"bundled": ROOT / "corpus" / "dev_questions.jsonl"}

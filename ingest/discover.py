@@ -20,6 +20,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from kg.documents import Document, EvidenceUnit, UnitKind
@@ -446,8 +447,8 @@ def _in_news(unit: EvidenceUnit) -> bool:
 def discover_names(
     units: list[EvidenceUnit],
     lexicon: Lexicon,
-    plain_words: set[str],
-    known_names: frozenset[str] = frozenset(),
+    plain_words: AbstractSet[str],
+    known_names: AbstractSet[str] = frozenset(),
 ) -> list[Discovered]:
     """Names a document gives to things (see the module docstring), in document order.
 
@@ -565,14 +566,14 @@ _ENGLISH_SUFFIX = re.compile(
 )
 
 
-def common_word(word: str, plain_words: set[str]) -> bool:
+def common_word(word: str, plain_words: AbstractSet[str]) -> bool:
     """An ordinary English word: written in lower case in the corpus, a README word, or built
     with an English suffix ("Compatibility", "Familiar")."""
     lower = word.lower()
     return lower in README_WORDS or lower in plain_words or bool(_ENGLISH_SUFFIX.search(lower))
 
 
-def _name_shaped(word: str, plain_words: set[str]) -> bool:
+def _name_shaped(word: str, plain_words: AbstractSet[str]) -> bool:
     """A word that can only be a name: shaped like one, or not an ordinary English word."""
     bare = word.strip("()").rstrip(".")
     if bare.lower() in README_WORDS or re.fullmatch(r"[A-Z]{2,}s", bare):
@@ -582,7 +583,7 @@ def _name_shaped(word: str, plain_words: set[str]) -> bool:
     return bool(re.fullmatch(r"[A-Z][a-z]+", bare)) and not common_word(bare, plain_words)
 
 
-def name_prefix(text: str, lexicon: Lexicon, plain_words: set[str]) -> str | None:
+def name_prefix(text: str, lexicon: Lexicon, plain_words: AbstractSet[str]) -> str | None:
     """The name a heading starts with: "FlashAttention-3 beta release" -> "FlashAttention-3".
 
     >>> name_prefix("FlashAttention-3 beta release", Lexicon.default(), set())

@@ -21,18 +21,28 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ingest.claims import advice, claim_relation
 from ingest.discover import (
     Discovered,
-    DocumentSubject,
     common_word,
     discover_names,
     document_subject,
     looks_like_entity,
     type_from_name,
+)
+from ingest.link_cache import (
+    DocLinks,
+    FoundName,
+    LinkCache,
+    Lookups,
+    NameChanges,
+    SubjectName,
+    entities_digest,
+    linker_fingerprint,
+    units_digest,
 )
 from ingest.names import NameMatcher, flex_pattern
 from ingest.resolve import is_person
@@ -90,6 +100,7 @@ class CorpusLinks:
     extraction: Extraction
     units: list[EvidenceUnit]
     subjects: dict[str, str] = field(default_factory=dict)  # document id -> subject entity id
+    cache: LinkCache = field(default_factory=LinkCache)  # for the next link (`previous`)
 
 
 @dataclass
@@ -196,27 +207,42 @@ def _shaped(name: str) -> bool:
 
 
 def link_corpus(
-    documents: list[tuple[Document, list[EvidenceUnit]]], lexicon: Lexicon
+    documents: list[tuple[Document, list[EvidenceUnit]]],
+    lexicon: Lexicon,
+    previous: LinkCache | None = None,
+    same_units: Collection[str] = (),
 ) -> CorpusLinks:
-    """Entities, claims and unit subjects over a whole corpus (see the module docstring)."""
+    """Entities, claims and unit subjects over a whole corpus (see the module docstring).
+
+    `previous` is the `CorpusLinks.cache` of an earlier link: what each document made then is
+    taken back where nothing it depends on changed (`ingest.link_cache`); the result is the one
+    linking without it makes. `same_units`: documents whose units are known to be the ones
+    `previous` was made from (a store's, kept with it): not compared again."""
     documents = sorted(documents, key=lambda d: d[0].id)
-    texts = {doc.id: doc for doc, _ in documents}
-    plain = _plain_words(u for _, units in documents for u in units)
+    fingerprint = linker_fingerprint(lexicon)
+    before = (
+        previous.documents if previous is not None and previous.fingerprint == fingerprint else {}
+    )
+    records = {
+        doc.id: _read_document(doc, units, lexicon, before.get(doc.id), doc.id in same_units)
+        for doc, units in documents
+    }
+    plain = set().union(*(r.plain for r in records.values()))
     registry = _Registry(lexicon)
     subjects: dict[str, str] = {}
     token_counts: Counter[str] = Counter()
     found: list[tuple[Document, Discovered]] = []
     for doc, units in documents:
-        subject: DocumentSubject | None = document_subject(doc, units, lexicon)
+        subject = records[doc.id].subject
         if subject is not None:
             unversioned = _unversioned(subject.name)
             aliases = [*subject.aliases, *([unversioned] if unversioned != subject.name else [])]
             subjects[doc.id] = registry.add(
-                subject.name, subject.type, aliases, _evidence(doc, subject.unit)
+                subject.name, subject.type, aliases, _evidence(doc, units[subject.unit])
             )
     known = frozenset(normalize_name(registry.entities[e].name) for e in subjects.values())
     for doc, units in documents:
-        for item in discover_names(units, lexicon, plain, known):
+        for item in _discovered(records[doc.id], units, lexicon, plain, known):
             found.append((doc, item))
             if item.how == "token":
                 token_counts[normalize_name(item.name)] += 1
@@ -237,61 +263,47 @@ def link_corpus(
     entities = {
         ids[eid]: e.model_copy(update={"id": ids[eid]}) for eid, e in registry.entities.items()
     }
-    matcher = NameMatcher(_surfaces(entities.values(), lexicon, plain))
+    surfaces = _surfaces(entities.values(), lexicon, plain)
     for entry in lexicon.entries.values():
         if entry.id not in entities:
             entities[entry.id] = Entity(id=entry.id, type=entry.type, name=entry.name)
+    types = {k: e.type for k, e in entities.items()}
+    context = entities_digest(surfaces, types)
+    changes = (
+        None
+        if previous is None or not before or previous.entities == context
+        else NameChanges(previous, surfaces, types)
+    )
+    again = [
+        (doc, units)
+        for doc, units in documents
+        if not records[doc.id].linked
+        or records[doc.id].subject_id != subjects.get(doc.id)
+        or (changes is not None and changes.touch(records[doc.id], _texts([(doc, units)])))
+    ]
+    if again:
+        # the names of a corpus make a large pattern: only those the units linked again can hold
+        within = None if len(again) == len(documents) else "\n".join(_texts(again))
+        matcher = NameMatcher(surfaces, within)
+        for doc, units in again:
+            records[doc.id] = _link_units(
+                doc, units, records[doc.id], matcher, subjects.get(doc.id), types, lexicon
+            )
     relations: list[Relation] = []
     linked: list[EvidenceUnit] = []
     used: set[str] = set(subjects.values())
-    types = {k: e.type for k, e in entities.items()}
     for doc, units in documents:
-        heading_subjects: dict[str, str | None] = {}
-        previous: str | None = None
-        last_end = 0
-        for unit in units:
-            mentions = matcher.find(unit.text)
-            about = _unit_subject(unit, mentions, matcher, heading_subjects, subjects.get(doc.id))
-            if "\n\n" in doc.text[last_end : unit.start].replace("\r", ""):
-                previous = None  # a sentence speaks of the one before it in its paragraph only
-            if unit.kind == UnitKind.SENTENCE and about is None:
-                about = previous
-            previous = about if unit.kind == UnitKind.SENTENCE else previous
-            last_end = max(last_end, unit.end)
-            named = list(dict.fromkeys(m.key for m in mentions))
-            linked.append(unit.model_copy(update={"subject": about, "mentions": named}))
-            ev = _evidence(texts[doc.id], unit)
-            advised = advice(unit.text, mentions, types)
-            if advised is not None:
-                situation = _situation(advised[0], ev, lexicon, entities)
-                relations.append(
-                    Relation(
-                        source=situation,
-                        relation=RelationType.RECOMMENDED_FOR,
-                        target=advised[1],
-                        evidence=[ev],
-                    )
-                )
-            if about is None:
-                continue
-            used.add(about)
-            speakers = _sentence_subjects(unit.text, mentions)
-            speakers += _clause_subjects(unit.text, mentions)
-            for mention in mentions:
-                source = _speaker(speakers, mention.start) or about
-                if mention.key == source:
-                    source = about  # the thing a clause speaks of is the unit subject's
-                if source is None or mention.key == source or mention.key not in entities:
-                    continue
-                target = entities[mention.key]
-                if target.type == NodeType.CRITERION:
-                    continue  # "performance" in running text is no claim about a criterion
-                relation = claim_relation(unit.text, mention.start, mention.end, target.type)
-                relations.append(
-                    Relation(source=source, relation=relation, target=mention.key, evidence=[ev])
-                )
-                used.add(source)
-                used.add(mention.key)
+        record = records[doc.id]
+        relations.extend(record.relations)
+        used.update(record.used)
+        for situation in record.situations:
+            entities.setdefault(situation.id, situation)
+        linked.extend(
+            unit
+            if unit.subject == about and unit.mentions == named
+            else unit.model_copy(update={"subject": about, "mentions": named})
+            for unit, about, named in zip(units, record.about, record.named, strict=True)
+        )
     for part, project in editions:
         relations.append(
             Relation(
@@ -304,21 +316,171 @@ def link_corpus(
     used |= {r.source for r in relations} | {r.target for r in relations}
     kept = sorted((entities[e] for e in used if e in entities), key=lambda e: e.id)
     extraction = Extraction(doc="(corpus)", doc_hash="", entities=kept, relations=relations)
-    return CorpusLinks(extraction=extraction, units=linked, subjects=subjects)
+    cache = LinkCache(
+        fingerprint=fingerprint,
+        entities=context,
+        surfaces=sorted(set(surfaces)),
+        types=types,
+        documents=records,
+    )
+    return CorpusLinks(extraction=extraction, units=linked, subjects=subjects, cache=cache)
 
 
-def _situation(name: str, ev: Evidence, lexicon: Lexicon, entities: dict[str, Entity]) -> str:
+def _read_document(
+    doc: Document,
+    units: list[EvidenceUnit],
+    lexicon: Lexicon,
+    before: DocLinks | None,
+    same_units: bool = False,
+) -> DocLinks:
+    """What linking reads of one document alone (its plain words and its subject), taken from
+    `before` when that was made of the same text and units (`same_units`: known to be)."""
+    if before is not None and before.hash == doc.hash and same_units:
+        return before
+    digest = units_digest(units)
+    if before is not None and before.hash == doc.hash and before.units == digest:
+        return before
+    subject = document_subject(doc, units, lexicon)
+    at = {id(u): i for i, u in enumerate(units)}
+    return DocLinks(
+        hash=doc.hash,
+        units=digest,
+        plain=sorted(_plain_words(units)),
+        subject=None
+        if subject is None
+        else SubjectName(
+            name=subject.name, aliases=subject.aliases, type=subject.type, unit=at[id(subject.unit)]
+        ),
+    )
+
+
+def _discovered(
+    record: DocLinks,
+    units: list[EvidenceUnit],
+    lexicon: Lexicon,
+    plain: set[str],
+    known: frozenset[str],
+) -> list[Discovered]:
+    """The names a document gives things (`discover_names`): the record's while the plain
+    words and subjects it asked about answer as they did, else found again (and recorded)."""
+    if record.asked and record.answers_stand(plain, known):
+        return [
+            Discovered(f.name, units[f.unit], list(f.aliases), f.type, f.how) for f in record.found
+        ]
+    asked_plain, asked_known = Lookups(plain), Lookups(known)
+    found = discover_names(units, lexicon, asked_plain, asked_known)
+    at = {id(u): i for i, u in enumerate(units)}
+    record.found = [
+        FoundName(name=f.name, unit=at[id(f.unit)], aliases=list(f.aliases), type=f.type, how=f.how)
+        for f in found
+    ]
+    record.plain_in, record.plain_out = sorted(asked_plain.asked_in), sorted(asked_plain.asked_out)
+    record.known_in, record.known_out = sorted(asked_known.asked_in), sorted(asked_known.asked_out)
+    record.asked = True
+    return found
+
+
+def _texts(documents: list[tuple[Document, list[EvidenceUnit]]]) -> Iterator[str]:
+    """Every text the linker matches names in: units, lead terms, lead-ins, section titles."""
+    for _doc, units in documents:
+        for unit in units:
+            yield unit.text
+            yield unit.lead
+            yield unit.context
+            yield from unit.heading_path[-3:]
+
+
+def _link_units(
+    doc: Document,
+    units: list[EvidenceUnit],
+    record: DocLinks,
+    matcher: NameMatcher,
+    doc_subject: str | None,
+    types: dict[str, NodeType],
+    lexicon: Lexicon,
+) -> DocLinks:
+    """What a document's units are about, what they name and claim (see the module docstring):
+    into a copy of its record."""
+    heading_subjects: dict[str, str | None] = {}
+    previous: str | None = None
+    about_all: list[str | None] = []
+    named_all: list[list[str]] = []
+    relations: list[Relation] = []
+    situations: list[Entity] = []
+    used: set[str] = set()
+    last_end = 0
+    for unit in units:
+        mentions = matcher.find(unit.text)
+        about = _unit_subject(unit, mentions, matcher, heading_subjects, doc_subject)
+        if "\n\n" in doc.text[last_end : unit.start].replace("\r", ""):
+            previous = None  # a sentence speaks of the one before it in its paragraph only
+        if unit.kind == UnitKind.SENTENCE and about is None:
+            about = previous
+        previous = about if unit.kind == UnitKind.SENTENCE else previous
+        last_end = max(last_end, unit.end)
+        about_all.append(about)
+        named_all.append(list(dict.fromkeys(m.key for m in mentions)))
+        ev = _evidence(doc, unit)
+        advised = advice(unit.text, mentions, types)
+        if advised is not None:
+            situation, made = _situation(advised[0], ev, lexicon, types)
+            if made is not None:
+                situations.append(made)
+            relations.append(
+                Relation(
+                    source=situation,
+                    relation=RelationType.RECOMMENDED_FOR,
+                    target=advised[1],
+                    evidence=[ev],
+                )
+            )
+        if about is None:
+            continue
+        used.add(about)
+        speakers = _sentence_subjects(unit.text, mentions)
+        speakers += _clause_subjects(unit.text, mentions)
+        for mention in mentions:
+            source = _speaker(speakers, mention.start) or about
+            if mention.key == source:
+                source = about  # the thing a clause speaks of is the unit subject's
+            if source is None or mention.key == source or mention.key not in types:
+                continue
+            if types[mention.key] == NodeType.CRITERION:
+                continue  # "performance" in running text is no claim about a criterion
+            relation = claim_relation(unit.text, mention.start, mention.end, types[mention.key])
+            relations.append(
+                Relation(source=source, relation=relation, target=mention.key, evidence=[ev])
+            )
+            used.add(source)
+            used.add(mention.key)
+    return record.model_copy(
+        update={
+            "linked": True,
+            "subject_id": doc_subject,
+            "about": about_all,
+            "named": named_all,
+            "relations": relations,
+            "situations": situations,
+            "used": sorted(used),
+        }
+    )
+
+
+def _situation(
+    name: str, ev: Evidence, lexicon: Lexicon, types: dict[str, NodeType]
+) -> tuple[str, Entity | None]:
     """The node a situation names: the lexicon's hardware or platform ("on Windows"), else a
-    Persona ("beginners") or Scenario node of its own."""
+    Persona ("beginners") or Scenario node of its own; with the entity to add where the corpus
+    has none by that id."""
     bare = re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name, flags=re.I)
     entry = lexicon.lookup(name) or lexicon.lookup(bare)
     if entry is not None:
-        entities.setdefault(entry.id, Entity(id=entry.id, type=entry.type, name=entry.name))
-        return entry.id
+        made = Entity(id=entry.id, type=entry.type, name=entry.name)
+        return entry.id, (made if entry.id not in types else None)
     node_type = NodeType.PERSONA if is_person(name) else NodeType.SCENARIO
     eid = entity_id(node_type, name)
-    entities.setdefault(eid, Entity(id=eid, type=node_type, name=name, evidence=[ev]))
-    return eid
+    made = Entity(id=eid, type=node_type, name=name, evidence=[ev])
+    return eid, (made if eid not in types else None)
 
 
 def _pattern_type(name: str, lexicon: Lexicon) -> NodeType | None:

@@ -11,9 +11,11 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, overload
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from ingest.chunk import chunk_document, chunk_embedding_text
@@ -22,21 +24,35 @@ from ingest.embed import Embedder
 from ingest.embed.passages import PassageCache
 from ingest.embed.protocol import prepare
 from ingest.extract import extract_document
-from ingest.lexical import LexicalIndex, LexicalState
+from ingest.lexical import LexicalIndex
 from ingest.link import link_corpus
+from ingest.link_cache import LinkCache
 from ingest.load import LoadResult, iter_corpus
 from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
-from ingest.units import document_units, unit_index_text
+from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
 from ingest.workers import Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
 from kg.graph import GraphStats
+from kg.heap import no_collection
 from kg.lexicon import Lexicon
 from kg.schema import Extraction
-from kg.store import DocRecord, DocumentEntry, Manifest, Store, StoreWriter, doc_key
+from kg.store import (
+    LEXICAL_FILE,
+    UNIT_DOCS_FILE,
+    UNIT_NORMS_FILE,
+    UNIT_PROFILES_FILE,
+    UNITS_LEXICAL_FILE,
+    DocRecord,
+    DocumentEntry,
+    Manifest,
+    Store,
+    StoreWriter,
+    doc_key,
+)
 
 __all__ = [
     "IngestProgress",
@@ -116,8 +132,9 @@ class IngestReport(BaseModel):
 
 #: Bumped whenever extraction changes what it makes of a document: stores re-extract (embeddings
 #: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence;
-#: 4: a table row carries its group label, and its section title is indexed.
-EXTRACTOR_VERSION = 4
+#: 4: a table row carries its group label, and its section title is indexed; 5: a sentence takes
+#: the subject of the one before it within its paragraph only, a pronoun names no situation.
+EXTRACTOR_VERSION = 5
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:
@@ -268,7 +285,8 @@ def ingest_corpus(
                 run.add(result, next(work))
     finally:
         work.close()
-    run.finish()
+    with no_collection():  # the whole corpus's units, entities and relations at once
+        run.finish()
     run.report.seconds.total = time.perf_counter() - started
     return run.report
 
@@ -377,8 +395,9 @@ class _Run:
             self.progress.advance(len(record.chunks))
 
     def _kept_units(self) -> dict[str, list[EvidenceUnit]]:
-        """The previous store's units of the documents carried over, as the document reader made
-        them (what linking added cleared): a one-document re-ingest reads one document."""
+        """The previous store's units of the documents carried over, made by the same reader
+        from the same text (linked as they were: linking links them again where that changed):
+        a one-document re-ingest reads one document."""
         if self.previous is None or not self.report.reused:
             return {}
         reused = set(self.report.reused)
@@ -389,35 +408,64 @@ class _Run:
             return {}
         for unit in units:
             if unit.doc in reused:
-                kept.setdefault(unit.doc, []).append(
-                    unit.model_copy(update={"subject": None, "mentions": []})
-                )
+                kept.setdefault(unit.doc, []).append(unit)
         return kept
 
-    def _previous_lexical(self) -> tuple[LexicalState, set[str]] | None:
+    def _unit_norms(
+        self, units: list[EvidenceUnit], kept: dict[str, list[EvidenceUnit]]
+    ) -> dict[str, str]:
+        """`units_text_norm` of each document's units: the previous store's for the documents
+        carried over (the same units), made for the others."""
+        raw = self.previous.optional_bytes(UNIT_NORMS_FILE) if self.previous is not None else None
+        try:
+            before = json.loads(raw) if raw is not None else {}
+        except ValueError:  # made again: it is the units' text, normalised
+            before = {}
+        by_doc: dict[str, list[EvidenceUnit]] = {}
+        for unit in units:
+            by_doc.setdefault(unit.doc, []).append(unit)
+        return {
+            doc: before[doc]
+            if doc in kept and isinstance(before.get(doc), str)
+            else units_text_norm(doc_units)
+            for doc, doc_units in sorted(by_doc.items())
+        }
+
+    def _previous_links(self) -> LinkCache | None:
+        """What linking made of each document last time (None: link every document)."""
+        raw = self.previous.optional_bytes(LINKS_FILE) if self.previous is not None else None
+        if raw is None:
+            return None
+        try:
+            return LinkCache.model_validate_json(raw)
+        except ValueError:  # a cache: an unreadable one costs time, not correctness
+            return None
+
+    def _previous_lexical(self) -> tuple[dict[str, np.ndarray], set[str]] | None:
         """The previous lexical index and the chunks of the documents carried over: their
         postings stand when the index's terms have not changed."""
         if self.previous is None or not self.report.reused:
             return None
         try:
-            state = LexicalState.model_validate(self.previous.lexical_state())
-        except (StoreError, ValueError):
+            arrays = self.previous.arrays(LEXICAL_FILE)
+        except StoreError:
             return None
         carried = {c.id for doc_id in self.report.reused for c in self.records[doc_id].chunks}
-        return state, carried
+        return arrays, carried
 
-    def _previous_unit_lexical(self) -> tuple[LexicalState, set[str]] | None:
-        """The previous index over the units and the units of the documents carried over (the
-        same text, header and lead-in: their postings stand when the index's terms have not
+    def _previous_unit_lexical(
+        self, kept: dict[str, list[EvidenceUnit]]
+    ) -> tuple[dict[str, np.ndarray], set[str]] | None:
+        """The previous index over the units and the units `kept` of the documents carried over
+        (the same text, header and lead-in: their postings stand when the index's terms have not
         changed)."""
-        if self.previous is None or not self.report.reused:
+        if self.previous is None or not kept:
             return None
         try:
-            state = LexicalState.model_validate(self.previous.lexical_state("units_lexical.json"))
-        except (StoreError, ValueError):
+            arrays = self.previous.arrays(UNITS_LEXICAL_FILE)
+        except StoreError:
             return None
-        reused = set(self.report.reused)
-        return state, {u for u in state.ids if u.rsplit("#", 1)[0] in reused}
+        return arrays, {u.id for units in kept.values() for u in units}
 
     def _fail(self, result: LoadResult, reason: str) -> None:
         self.report.failed.append(Skipped(path=str(result.path), reason=reason))
@@ -435,31 +483,65 @@ class _Run:
         started = time.perf_counter()
         if self.previous is not None:
             report.removed = sorted(set(self.previous.manifest.documents) - set(records))
-        linked = link_corpus(_corpus_units(records, report, self._kept_units()), lexicon)
+        kept = self._kept_units()
+        linked = link_corpus(
+            _corpus_units(records, report, kept), lexicon, self._previous_links(), same_units=kept
+        )
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)
         report.dropped_relations = dropped
-        self.writer.put_json("graph.json", graph.to_node_link(with_node_evidence=True))
+        self.writer.put_graph(graph)
         lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
         chunks = [c for doc_id in sorted(records) for c in records[doc_id].chunks]
         texts = [chunk_embedding_text(c) for c in chunks]
         lexical.build([c.id for c in chunks], texts, reuse=self._previous_lexical())
-        self.writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
-        self.writer.put_json("units.json", [u.model_dump(mode="json") for u in linked.units])
+        self.writer.put_arrays(LEXICAL_FILE, lexical.to_arrays())
+        self.writer.put_units(linked.units)
+        norms = self._unit_norms(linked.units, kept)
+        self.writer.put_bytes(UNIT_NORMS_FILE, json.dumps(norms, ensure_ascii=False).encode())
+        self.writer.put_bytes(LINKS_FILE, linked.cache.model_dump_json().encode("utf-8"))
         unit_lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         unit_lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])
         units = linked.units
         unit_lexical.build(
             [u.id for u in units],
-            [unit_index_text(u) for u in units],
-            reuse=self._previous_unit_lexical(),
+            _IndexTexts(units),
+            reuse=self._previous_unit_lexical(kept),
         )
-        self.writer.put_json("units_lexical.json", unit_lexical.to_state().model_dump(mode="json"))
+        self.writer.put_arrays(UNITS_LEXICAL_FILE, unit_lexical.to_arrays())
+        # the documents and entity profiles answering searches whole, made once here
+        docs, profiles = unit_groups(units)
+        self.writer.put_arrays(UNIT_DOCS_FILE, unit_lexical.grouped(docs).to_arrays())
+        self.writer.put_arrays(UNIT_PROFILES_FILE, unit_lexical.grouped(profiles).to_arrays())
         self.writer.commit()
         report.documents = len(records)
         report.stats = graph.stats()
         report.seconds.index = time.perf_counter() - started
+
+
+#: Where the store keeps what linking made of each document (`ingest.link_cache`).
+LINKS_FILE = "links.json"
+
+
+class _IndexTexts(Sequence[str]):
+    """The units' index texts (`unit_index_text`), made when asked for: a re-ingest reuses the
+    postings of every unit of the documents carried over and reads only the others'."""
+
+    def __init__(self, units: list[EvidenceUnit]) -> None:
+        self.units = units
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    @overload
+    def __getitem__(self, at: int) -> str: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[str]: ...
+    def __getitem__(self, at: int | slice) -> str | list[str]:
+        if isinstance(at, slice):
+            return [unit_index_text(u) for u in self.units[at]]
+        return unit_index_text(self.units[at])
 
 
 def _remember_previous(passages: PassageCache, previous: Store, doc_id: str) -> None:

@@ -121,6 +121,10 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 
 # -- tokens -------------------------------------------------------------------------------------
+#: Texts up to this long have their tokens memoised (longer ones: a corpus's chunks, once each).
+_MEMO_CHARS = 200
+
+
 class Tokenizer:
     """Lexical tokens of mixed Chinese/English text: lowercased technical tokens kept whole
     (`torch.compile`, `w&b`, `c++`) plus their alphanumeric parts; Chinese runs cut by jieba's
@@ -140,8 +144,10 @@ class Tokenizer:
         self._terms: list[str] = []
         self._segmenter: Any = None
         self._lock = threading.Lock()
-        # cuts are memoised: chunk sentences and quotes are cut again for every question
+        # cuts are memoised: chunk sentences and quotes are cut again for every question; so
+        # are short texts' tokens (names and thesaurus terms come back with every question)
         self._cut = lru_cache(maxsize=65536)(self._cut_piece)
+        self._tokens = lru_cache(maxsize=16384)(self._tokenize)
         self.add_terms(terms)
 
     @property
@@ -149,15 +155,26 @@ class Tokenizer:
         """The Chinese words taught to this tokenizer, in order."""
         return tuple(self._terms)
 
+    @staticmethod
+    def learnable(terms: Iterable[str]) -> list[str]:
+        """The words of `terms` that `add_terms` teaches (those with Chinese characters): two
+        tokenizers taught the same of these, in the same order, tokenize alike.
+
+        >>> Tokenizer.learnable(["vLLM", "飞桨", "PaddlePaddle 飞桨"])
+        ['飞桨', 'PaddlePaddle 飞桨']
+        """
+        return [t for t in terms if _HAS_CJK.search(t)]
+
     def add_terms(self, terms: Iterable[str]) -> None:
         """Teach the segmenter these words (those with Chinese characters) as single tokens."""
-        new = [t for t in terms if _HAS_CJK.search(t)]
+        new = self.learnable(terms)
         with self._lock:
             self._terms.extend(new)
             if self._segmenter is not None:
                 for term in new:
                     self._segmenter.add_word(term, freq=_TERM_FREQ)
             self._cut.cache_clear()  # segmentation may have changed
+            self._tokens.cache_clear()
 
     @property
     def segmenter(self) -> Any:
@@ -191,6 +208,11 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """The lexical tokens of `text`, in order (see the class docstring)."""
+        if len(text) <= _MEMO_CHARS:
+            return list(self._tokens(text))
+        return list(self._tokenize(text))
+
+    def _tokenize(self, text: str) -> tuple[str, ...]:
         tokens: list[str] = []
         for match in _TOKEN.finditer(text):
             piece = match.group()
@@ -202,4 +224,4 @@ class Tokenizer:
             parts = _PART.findall(token)
             if len(parts) > 1:
                 tokens.extend(parts)
-        return tokens
+        return tuple(tokens)

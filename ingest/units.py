@@ -10,11 +10,13 @@ as context ("Requirements:" before a list of versions).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ingest.markup import CleanText, clean_inline
 from ingest.text import split_sentences
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
+from kg.schema import normalize_name
 
 __all__ = [
     "MAX_UNIT_CHARS",
@@ -22,7 +24,9 @@ __all__ = [
     "item_lead",
     "stem",
     "stem_text",
+    "unit_groups",
     "unit_index_text",
+    "units_text_norm",
 ]
 
 #: A unit longer than this is cut at a soft break (a 1 MB line is not one quote).
@@ -255,6 +259,43 @@ def document_units(doc: Document, blocks: list[Block]) -> list[EvidenceUnit]:
     for block in blocks:
         builder.block(block)
     return builder.units
+
+
+def unit_groups(
+    units: Sequence[EvidenceUnit], profile_size: int = 400
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The units searched together as one text each, by id: every document's units (documents
+    in id order), and every entity's profile, the first `profile_size` units about it (entities
+    with two or more, in id order).
+
+    >>> units = [EvidenceUnit(id=f"d#{i}", doc="d", start=i, end=i + 1, kind="sentence",
+    ...                       text="x", subject="tool:a") for i in range(2)]
+    >>> unit_groups(units)
+    ({'d': ['d#0', 'd#1']}, {'tool:a': ['d#0', 'd#1']})
+    """
+    by_doc: dict[str, list[str]] = {}
+    by_subject: dict[str, list[str]] = {}
+    for unit in units:
+        by_doc.setdefault(unit.doc, []).append(unit.id)
+        if unit.subject:
+            by_subject.setdefault(unit.subject, []).append(unit.id)
+    docs = {doc: by_doc[doc] for doc in sorted(by_doc)}
+    profiles = {e: ids[:profile_size] for e, ids in sorted(by_subject.items()) if len(ids) >= 2}
+    return docs, profiles
+
+
+def units_text_norm(units: Iterable[EvidenceUnit]) -> str:
+    """What units say (their texts and table headers), normalised as one string
+    (`normalize_name`): a name is written in them where its normalised form is inside. The
+    normalisation of units one after the other is their normalisations joined (spaces go), so
+    a corpus's is its documents' joined, in order.
+
+    >>> unit = EvidenceUnit(id="d#0", doc="d", start=0, end=9, kind="row", text="Tensor Flow",
+    ...                     header=["Name", "GPU"])
+    >>> units_text_norm([unit])
+    'tensorflownamegpu'
+    """
+    return normalize_name(" ".join(u.text + " " + " ".join(u.header) for u in units))
 
 
 def unit_index_text(unit: EvidenceUnit) -> str:

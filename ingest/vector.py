@@ -9,6 +9,7 @@ which would reach for OpenAI or download tokenizer data.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 
 from ingest.chunk import chunk_embedding_text
 from ingest.embed import Embedder
+from ingest.topk import top_k
 from kg.documents import Chunk
 from kg.errors import StoreError
 from kg.store import atomic_write_bytes, npy_bytes
@@ -64,6 +66,8 @@ class DenseIndex:
         self.ids = list(ids)
         self.vectors = matrix
         self.embedder_id = embedder_id
+        self._recent: dict[str, npt.NDArray[np.float32]] = {}  # query text -> scores
+        self._lock = threading.Lock()
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], embedder: Embedder) -> DenseIndex:
@@ -80,11 +84,17 @@ class DenseIndex:
         """The `k` nearest (id, cosine) pairs, best first (ties keep index order)."""
         if k <= 0 or not self.ids:
             return []
+        return self._best(self._scores(query_vec), k)
+
+    def _scores(self, query_vec: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise StoreError(f"query vector has dim {query.shape[0]}, index has {self.dim}")
-        scores = self.vectors @ query
-        order = np.argsort(-scores, kind="stable")[:k]
+        scores: npt.NDArray[np.float32] = self.vectors @ query
+        return scores
+
+    def _best(self, scores: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]:
+        order = top_k(scores, np.arange(len(scores)), k)
         return [(self.ids[i], float(scores[i])) for i in order]
 
     def search_text(self, query: str, embedder: Embedder, k: int = 10) -> list[tuple[str, float]]:
@@ -94,7 +104,17 @@ class DenseIndex:
                 f"index was built with embedder {self.embedder_id!r}, not {embedder.id!r}: "
                 "re-run `kgqa ingest` with this embedder or configure the original one"
             )
-        return self.search(embedder.embed_queries([query])[0], k)
+        if k <= 0 or not self.ids:
+            return []
+        # a question is searched more than once (chunks, then units): its scores are kept
+        scores = self._recent.get(query)
+        if scores is None:
+            scores = self._scores(embedder.embed_queries([query])[0])
+            with self._lock:
+                if len(self._recent) >= 8:
+                    self._recent.pop(next(iter(self._recent)))
+                self._recent[query] = scores
+        return self._best(scores, k)
 
     def to_state(self) -> tuple[DenseMeta, npt.NDArray[np.float32]]:
         """The JSON-able metadata and the (n, dim) float32 matrix, for the store to write."""

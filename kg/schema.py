@@ -34,7 +34,8 @@ __all__ = [
 #: Version of every on-disk format the store writes; load refuses other versions.
 #: 2: a recommendation's place in its list is `Relation.rank` (version 1 kept it in `strength`).
 #: 3: Platform, Language and License nodes, claim relations, and the evidence units (units.json).
-SCHEMA_VERSION = 3
+#: 4: the lexical indexes as numpy arrays (lexical.npz, units_lexical.npz); links.json.
+SCHEMA_VERSION = 4
 
 
 class NodeType(StrEnum):

@@ -14,25 +14,32 @@ assistant over the same store parts with another LLM (or none).
 from __future__ import annotations
 
 import copy
-import gc
+import json
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
-from ingest.embed import Embedder, make_embedder
+from ingest.embed import CachingEmbedder, Embedder, make_embedder
 from ingest.lexical import LexicalIndex
 from ingest.vector import DenseIndex
-from kg.documents import Snippet, SnippetStatus
-from kg.errors import QuestionError
+from kg.documents import EvidenceUnit, Snippet, SnippetStatus
+from kg.errors import QuestionError, StoreError
 from kg.graph import GraphStats
+from kg.heap import no_collection
 from kg.lexicon import Lexicon
 from kg.schema import NodeType
-from kg.store import Store
+from kg.store import (
+    LEXICAL_FILE,
+    UNIT_DOCS_FILE,
+    UNIT_NORMS_FILE,
+    UNIT_PROFILES_FILE,
+    UNITS_LEXICAL_FILE,
+    Store,
+)
 from qa.compose import GraphComposer, find_conflicts
 from qa.evidence import EvidenceComposer
 from qa.frame import strip_injection
@@ -100,20 +107,6 @@ class AnswerEvent(BaseModel):
     answer: Answer | None = None
 
 
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """No cyclic garbage collection while a store opens: it makes ~1M objects that live as long
-    as the assistant, and the collector walked the growing heap again and again (a third of the
-    time to open a 230-document store)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class Assistant:
     """Answers questions from one store; immutable once built (see the module docstring).
 
@@ -146,16 +139,29 @@ class Assistant:
         if chunks:
             matrix = np.concatenate([v for v in vectors if len(v)], axis=0).astype(np.float32)
             dense = DenseIndex([c.id for c in chunks], matrix, store.manifest.embedder)
-        lexical = LexicalIndex.from_state(store.lexical_state(), cache_dir=cache_dir)
+        lexical = LexicalIndex.from_arrays(store.arrays(LEXICAL_FILE), cache_dir=cache_dir)
         self.tokenizer = lexical.tokenizer
         self.reader = QuestionReader(self.graph, lexicon)
         self.retriever = Retriever(self.graph, lexicon, chunks, lexical, dense, embedder)
         self.composer = GraphComposer(self.graph, find_conflicts(self.graph), self.tokenizer)
         self.verifier = CitationVerifier(self.graph, self.documents)
-        units_lexical = LexicalIndex.from_state(
-            store.lexical_state("units_lexical.json"), cache_dir=cache_dir
+        units_lexical = LexicalIndex.from_arrays(
+            store.arrays(UNITS_LEXICAL_FILE), cache_dir=cache_dir
         )
-        self.units = UnitSearch(store.units(), units_lexical, lexicon, chunks)
+        grouped = [store.optional_arrays(n) for n in (UNIT_DOCS_FILE, UNIT_PROFILES_FILE)]
+        docs, profiles = (
+            None if g is None else LexicalIndex.from_arrays(g, tokenizer=units_lexical.tokenizer)
+            for g in grouped
+        )
+        units = store.units()
+        self.units = UnitSearch(
+            units,
+            units_lexical,
+            lexicon,
+            chunks,
+            grouped=(docs, profiles) if docs is not None and profiles is not None else None,
+            text_norm=_text_norm(store, units),
+        )
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
         self._llm = llm
 
@@ -194,9 +200,14 @@ class Assistant:
         opened = Store.open(Path(store))
         spec = opened.manifest.embedder_spec
         cache_dir, spin = settings.cache_dir, settings.ort_spin
-        factory = (lambda: make_embedder(spec, cache_dir=cache_dir, spin=spin)) if dense else None
+        factory = (
+            # the retriever and the unit search embed the same question: once, remembered
+            (lambda: CachingEmbedder(make_embedder(spec, cache_dir=cache_dir, spin=spin), 256))
+            if dense
+            else None
+        )
         lexicon = Lexicon.default(tuple(settings.lexicon))
-        with _no_collection():
+        with no_collection(settle=True):
             assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
         if llm == "none":
             llm = None
@@ -373,6 +384,22 @@ class Assistant:
             embedder=self.store.manifest.embedder,
             backend=f"llm:{self._llm.name}" if self._llm else "graph",
         )
+
+
+def _text_norm(store: Store, units: list[EvidenceUnit]) -> str | None:
+    """The units' texts normalised (`ingest.units.units_text_norm`) as ingest kept them, by
+    document (None where the store has no such file, or not for these units' documents)."""
+    raw = store.optional_bytes(UNIT_NORMS_FILE)
+    if raw is None:
+        return None
+    try:
+        norms = json.loads(raw)
+    except ValueError as err:
+        raise StoreError(f"{store.dir / UNIT_NORMS_FILE} is unreadable: rerun kgqa ingest") from err
+    docs = {u.doc for u in units}
+    if not isinstance(norms, dict) or set(norms) != docs:
+        return None
+    return "".join(str(norms[doc]) for doc in sorted(docs))
 
 
 def _fall_back(draft: Answer, kind: FallbackKind, detail: str) -> Answer:

@@ -316,15 +316,25 @@ class Retriever:
         chunks = self.chunk_hits(question, k_chunks)
         ranks = self._pagerank(seeds)
         top_rank = max(ranks.values(), default=1.0) or 1.0
-        scored: dict[str, GraphPath] = {}
+        # candidate paths by id (`GraphPath.id`), with their best score: only the kept ones
+        # become `GraphPath`s (a hub node of a large graph offers thousands)
+        scored: dict[str, tuple[float, list[Relation]]] = {}
+        support: dict[int, float] = {}
+
+        def supported(relation: Relation) -> float:
+            value = support.get(id(relation))
+            if value is None:
+                value = support[id(relation)] = self._support(relation, chunks)
+            return value
 
         def add(relations: list[Relation], weight: float) -> None:
             far = relations[-1].target if relations[-1].source in seeds else relations[-1].source
             score = weight * (0.5 + ranks.get(far, 0.0) / top_rank)
-            score *= max(self._support(r, chunks) for r in relations)
-            path = path_from_relations(relations, round(score, 4))
-            if path.id not in scored or scored[path.id].score < path.score:
-                scored[path.id] = path
+            score = round(score * max(supported(r) for r in relations), 4)
+            path_id = ";".join(f"{r.source}|{r.relation}|{r.target}" for r in relations)
+            known = scored.get(path_id)
+            if known is None or known[0] < score:
+                scored[path_id] = (score, relations)
 
         for seed, weight in seeds.items():
             for rel in self.graph.out_relations(seed):
@@ -337,7 +347,8 @@ class Retriever:
                         add([rel, onward], weight * seeds[onward.target])
             for rel in self.graph.in_relations(seed):
                 add([rel], weight * 0.8)
-        paths = sorted(scored.values(), key=lambda p: (-p.score, p.id))[:max_paths]
+        best = sorted(scored.items(), key=lambda kv: (-kv[1][0], kv[0]))[:max_paths]
+        paths = [path_from_relations(relations, score) for _id, (score, relations) in best]
         return EvidenceBundle(
             question=question.text,
             language=question.language,

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 
 from ingest.markup import strip_markup
-from ingest.units import stem_text, unit_index_text
+from ingest.units import stem_text, unit_index_text, units_text_norm
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
-from kg.schema import NodeType, RelationType, normalize_name
+from kg.schema import Evidence, NodeType, Relation, RelationType
 from qa.frame import QuestionFrame
 from qa.schema import (
     DraftPoint,
@@ -50,6 +52,39 @@ _DEFINES = re.compile(
 )
 
 
+class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
+    """The graph's edges by where their evidence starts, (document, start) -> one-edge path
+    edges citing that evidence: the evidence is indexed when the store opens, the edges are
+    made when first asked for (a large corpus has tens of thousands)."""
+
+    def __init__(self, graph: KnowledgeGraph) -> None:
+        self._made: dict[tuple[str, int], list[PathEdge]] = {}
+        self._lock = threading.Lock()
+        raw: dict[tuple[str, int], list[tuple[Relation, Evidence]]] = defaultdict(list)
+        for rel in graph.relations():
+            for ev in rel.evidence:
+                raw[(ev.doc, ev.start)].append((rel, ev))
+        self._raw = dict(raw)
+
+    def __getitem__(self, key: tuple[str, int]) -> list[PathEdge]:
+        made = self._made.get(key)
+        if made is None:
+            raw = self._raw[key]  # KeyError for a place no evidence starts at
+            made = [
+                PathEdge(source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev])
+                for rel, ev in raw
+            ]
+            with self._lock:  # two threads may make them: the first one's stay
+                made = self._made.setdefault(key, made)
+        return made
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 class UnitIndex:
     """Read-only over one store's graph and units; safe to share across threads."""
 
@@ -60,16 +95,7 @@ class UnitIndex:
         self._lexicon_surfaces = {e.id: e.surfaces for e in search.lexicon.entries.values()}
         self.search = search
         self.documents = documents
-        self._edges: dict[tuple[str, int], list[PathEdge]] = defaultdict(list)
-        for rel in graph.relations():
-            for ev in rel.evidence:
-                self._edges[(ev.doc, ev.start)].append(
-                    PathEdge(
-                        source=rel.source, relation=rel.relation, target=rel.target, evidence=[ev]
-                    )
-                )
-        corpus = " ".join(u.text + " " + " ".join(u.header) for u in search.units)
-        self._corpus_norm = normalize_name(corpus)
+        self._edges = _EdgesAt(graph)
         self._doc_subject: dict[str, str] = {}
         subjects: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for unit in search.units:
@@ -85,10 +111,23 @@ class UnitIndex:
             self._unit_index[unit.id] = len(self._doc_units[unit.doc])
             self._doc_units[unit.doc].append(unit)
 
+    @cached_property
+    def _corpus_norm(self) -> str:
+        """Every unit's text and table header, normalised as one string (`units_text_norm`):
+        as the store keeps it, else made on first use (~0.1 s on a large corpus)."""
+        if self.search.text_norm is not None:
+            return self.search.text_norm
+        return units_text_norm(self.search.units)
+
     def _unit_tokens(self, unit: EvidenceUnit) -> frozenset[str]:
         tokens = self._tokens.get(unit.id)
         if tokens is None:
-            tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
+            # a store's unit: the tokens its index holds (tokenizing it again cost ~5 ms a
+            # question on a large corpus); any other: tokenized here
+            if self.search.by_id.get(unit.id) is unit:
+                tokens = self.search.lexical.terms_of(unit.id)
+            if tokens is None:
+                tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
             self._tokens[unit.id] = tokens
         return tokens
 

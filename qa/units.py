@@ -12,11 +12,16 @@ A question is matched against every evidence unit three ways, fused by reciproca
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from ingest.lexical import LexicalIndex
-from ingest.units import stem_text, unit_index_text
+from ingest.topk import top_k
+from ingest.units import stem_text, unit_groups, unit_index_text
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
 
@@ -62,18 +67,52 @@ def bilingual_search(
     latin = {t: w for t, w in weights.items() if not _CJK.search(t)}
     if not cjk or not latin:
         return index.search_weighted(weights, k)
-    combined: dict[str, float] = {}
     has_cjk = bool(_CJK.search(own)) if own else True
     has_latin = bool(re.search(r"[A-Za-z]{2}", own)) if own else True
+    if not index.ids or k <= 0:
+        return []
+    # in arrays over the index's documents, the arithmetic and order of adding up each part's
+    # hits by id (a question's units search may hold thousands)
+    combined = np.zeros(len(index.ids), dtype=np.float64)
+    found = np.zeros(len(index.ids), dtype=bool)
     for part, present in ((cjk, has_cjk), (latin, has_latin)):
-        hits = index.search_weighted(part, 3 * k)
-        if not hits:
+        scores = index.weighted_scores(part)
+        hits = top_k(scores, np.flatnonzero(scores > 0.0), 3 * k)
+        if not len(hits):
             continue
-        top = hits[0][1] or 1.0
+        top = float(scores[hits[0]]) or 1.0
         share = 1.0 if present else 0.35
-        for doc, score in hits:
-            combined[doc] = combined.get(doc, 0.0) + share * score / top
-    return sorted(combined.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        combined[hits] += share * scores[hits].astype(np.float64) / top
+        found[hits] = True
+    hit = np.flatnonzero(found)
+    best = hit[np.lexsort((index.id_ranks()[hit], -combined[hit]))][:k]
+    return [(index.ids[i], float(combined[i])) for i in best.tolist()]
+
+
+def _chunks_of(units: Sequence[EvidenceUnit], chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Unit id -> the id of the first chunk of its document (in `chunks`' order) that holds
+    the unit's start. A document's chunks run in order (their starts and ends ascending): the
+    first one ending after the start is found by bisection; others are searched in turn."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc, []).append(chunk)
+    ends = {
+        doc: [c.end for c in cs]
+        for doc, cs in by_doc.items()
+        if all(a.start <= b.start and a.end <= b.end for a, b in itertools.pairwise(cs))
+    }
+    found: dict[str, str] = {}
+    for unit in units:
+        candidates = by_doc.get(unit.doc, [])
+        if unit.doc in ends:
+            # the first chunk ending after the start; an earlier one ends before it
+            at = bisect.bisect_right(ends[unit.doc], unit.start)
+            candidates = candidates[at : at + 1]
+        for chunk in candidates:
+            if chunk.start <= unit.start < chunk.end:
+                found[unit.id] = chunk.id
+                break
+    return found
 
 
 class RankedUnit:
@@ -103,32 +142,21 @@ class UnitSearch:
         lexical: LexicalIndex,
         lexicon: Lexicon,
         chunks: Sequence[Chunk] = (),
+        grouped: tuple[LexicalIndex, LexicalIndex] | None = None,
+        text_norm: str | None = None,
     ) -> None:
+        """`grouped`: the indexes of `unit_groups` (documents, profiles) as ingest made them
+        from `lexical` (else they are made here); `text_norm`: `units_text_norm` of the units,
+        as ingest made it (else it is made when first asked for)."""
         self.units = list(units)
+        self.text_norm = text_norm
         self.by_id = {u.id: u for u in self.units}
         self.lexical = lexical
         self.lexicon = lexicon
         self.doc_weight = 0.3
         self.dense_weight = 0.15
-        self._chunk_of: dict[str, str] = {}
-        by_doc: dict[str, list[Chunk]] = {}
-        for chunk in chunks:
-            by_doc.setdefault(chunk.doc, []).append(chunk)
-        for unit in self.units:
-            for chunk in by_doc.get(unit.doc, []):
-                if chunk.start <= unit.start < chunk.end:
-                    self._chunk_of[unit.id] = chunk.id
-                    break
+        self._chunk_of = _chunks_of(self.units, chunks)
         self.tokenize = lexical.tokenizer.tokenize
-        by_doc_units: dict[str, list[str]] = {}
-        for unit in self.units:
-            by_doc_units.setdefault(unit.doc, []).append(unit.id)
-        # the documents and the entities' profiles searched whole: made from the units' postings
-        # when the index holds every unit (a store's), else by tokenizing their texts
-        whole = set(lexical.ids) >= set(self.by_id)
-        self.doc_lexical = self._grouped(
-            lexical, {d: by_doc_units[d] for d in sorted(by_doc_units)}, whole
-        )
         self.by_subject: dict[str, list[EvidenceUnit]] = {}
         self.by_mention: dict[str, list[EvidenceUnit]] = {}
         for unit in self.units:
@@ -136,11 +164,16 @@ class UnitSearch:
                 self.by_subject.setdefault(unit.subject, []).append(unit)
             for eid in unit.mentions:
                 self.by_mention.setdefault(eid, []).append(unit)
-        # an entity's profile: everything its own units say, searched like one document
-        profiled = sorted(e for e, us in self.by_subject.items() if len(us) >= 2)
-        self.profiles = self._grouped(
-            lexical, {e: [u.id for u in self.by_subject[e][:400]] for e in profiled}, whole
-        )
+        # the documents, and the entities' profiles (everything an entity's own units say),
+        # searched whole: made from the units' postings when the index holds every unit (a
+        # store's), else by tokenizing their texts
+        if grouped is not None:
+            self.doc_lexical, self.profiles = grouped
+        else:
+            whole = set(lexical.ids) >= set(self.by_id)
+            docs, profiles = unit_groups(self.units)
+            self.doc_lexical = self._grouped(lexical, docs, whole)
+            self.profiles = self._grouped(lexical, profiles, whole)
 
     def _grouped(
         self, lexical: LexicalIndex, groups: dict[str, list[str]], whole: bool

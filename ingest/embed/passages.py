@@ -56,7 +56,8 @@ class PassageCache:
         self.dir = cache_dir / f"passages-v{_FORMAT}-{digest}" if cache_dir else None
         self.embedded = 0
         self.seconds = 0.0
-        self._known: dict[bytes, Vectors] | None = None  # read from disk on first use
+        self._known: dict[bytes, tuple[int, int]] | None = None  # read from disk on first use
+        self._segment_vectors: list[Vectors] = []
         self._remembered: dict[bytes, Vectors] = {}
         self._new: dict[bytes, Vectors] = {}
 
@@ -83,12 +84,21 @@ class PassageCache:
         return key in self._new or key in self._remembered or key in self._disk()
 
     def _get(self, key: bytes) -> Vectors:
-        for source in (self._new, self._remembered, self._disk()):
+        for source in (self._new, self._remembered):
             if key in source:
                 return source[key]
-        raise KeyError(key.hex())
+        if key not in self._disk():
+            raise KeyError(key.hex())
+        return self._disk_row(key)
 
-    def _disk(self) -> dict[bytes, Vectors]:
+    def _disk_row(self, key: bytes) -> Vectors:
+        segment, row = self._disk()[key]
+        vector: Vectors = self._segment_vectors[segment][row]
+        return vector
+
+    def _disk(self) -> dict[bytes, tuple[int, int]]:
+        """Key -> (segment, row) of every vector kept on disk; rows are read when asked for
+        (a row view of the mapped file each, for tens of thousands, cost ~0.1 s)."""
         if self._known is None:
             self._known = {}
             for segment in self._segments():
@@ -97,8 +107,14 @@ class PassageCache:
                 except (OSError, ValueError):
                     continue  # a damaged segment is a miss, not an error
                 keys, vectors = arrays["keys"], arrays["vectors"]
-                if vectors.ndim == 2 and vectors.shape[1] == self.embedder.dim:
-                    self._known.update(zip(map(bytes, keys), vectors, strict=True))
+                shaped = keys.shape == (len(vectors), _KEY_BYTES) and vectors.ndim == 2
+                if shaped and vectors.shape[1] == self.embedder.dim:
+                    number = len(self._segment_vectors)
+                    self._segment_vectors.append(vectors)
+                    raw, width = keys.tobytes(), _KEY_BYTES
+                    self._known.update(
+                        (raw[i * width : (i + 1) * width], (number, i)) for i in range(len(keys))
+                    )
         return self._known
 
     def _segments(self) -> list[Path]:
@@ -115,7 +131,7 @@ class PassageCache:
             self._write(self._new)
             segments = self._segments()
             if len(segments) > _MAX_SEGMENTS:
-                merged = {**self._disk(), **self._new}
+                merged = {**{key: self._disk_row(key) for key in self._disk()}, **self._new}
                 self._write(merged)
                 for old in segments:
                     if old.name != _segment_name(merged):

@@ -6,6 +6,7 @@ into ~0.7-1.0: use ranks, never absolute thresholds.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -13,7 +14,15 @@ import numpy.typing as npt
 
 from kg.errors import KGQAError
 
-__all__ = ["Embedder", "EmbedderError", "EmbedderWrapper", "Vectors", "normalised", "prepare"]
+__all__ = [
+    "CachingEmbedder",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderWrapper",
+    "Vectors",
+    "normalised",
+    "prepare",
+]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -85,6 +94,37 @@ class EmbedderWrapper:
     def prepare_passages(self, chars: int) -> None:
         """The wrapped embedder's `prepare_passages`, where it has one (see `prepare`)."""
         prepare(self.inner, chars)
+
+
+class CachingEmbedder(EmbedderWrapper):
+    """An `Embedder` that remembers query vectors (thread-safe): re-retrieval embeds nothing."""
+
+    def __init__(self, inner: Embedder, max_entries: int = 10_000) -> None:
+        super().__init__(inner)
+        self.max_entries = max_entries
+        self._queries: dict[str, Vectors] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget every cached query vector."""
+        with self._lock:
+            self._queries.clear()
+
+    def embed_queries(self, texts: list[str]) -> Vectors:
+        """Embed the queries not seen yet, in one batch; return all rows in order."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
+        if missing:
+            fresh = self.inner.embed_queries(missing)
+            with self._lock:
+                if len(self._queries) + len(missing) > self.max_entries:
+                    self._queries.clear()
+                self._queries.update(zip(missing, fresh, strict=True))
+        with self._lock:
+            rows = [self._queries.get(t) for t in texts]
+        if any(r is None for r in rows):  # evicted meanwhile: embed directly
+            return self.inner.embed_queries(texts)
+        return np.stack([r for r in rows if r is not None]).astype(np.float32)
 
 
 def prepare(embedder: Embedder, chars: int) -> None:

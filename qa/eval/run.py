@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel, Field
 
-from ingest.embed import Embedder, EmbedderWrapper, Vectors, make_embedder
+from ingest.embed import CachingEmbedder, make_embedder
 from kg.errors import KGQAError, QuestionError
 from kg.lexicon import Lexicon
 from kg.store import Store
@@ -134,37 +132,6 @@ def run_questions(
     stats.wall_s = round(time.perf_counter() - started, 3)
     stats.load_average = [x for x in (start_load, load_average()) if x is not None]
     return stats
-
-
-class CachingEmbedder(EmbedderWrapper):
-    """An `Embedder` that remembers query vectors (thread-safe): re-retrieval embeds nothing."""
-
-    def __init__(self, inner: Embedder, max_entries: int = 10_000) -> None:
-        super().__init__(inner)
-        self.max_entries = max_entries
-        self._queries: dict[str, Vectors] = {}
-        self._lock = threading.Lock()
-
-    def clear(self) -> None:
-        """Forget every cached query vector."""
-        with self._lock:
-            self._queries.clear()
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        """Embed the queries not seen yet, in one batch; return all rows in order."""
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
-        if missing:
-            fresh = self.inner.embed_queries(missing)
-            with self._lock:
-                if len(self._queries) + len(missing) > self.max_entries:
-                    self._queries.clear()
-                self._queries.update(zip(missing, fresh, strict=True))
-        with self._lock:
-            rows = [self._queries.get(t) for t in texts]
-        if any(r is None for r in rows):  # evicted meanwhile: embed directly
-            return self.inner.embed_queries(texts)
-        return np.stack([r for r in rows if r is not None]).astype(np.float32)
 
 
 def open_assistant(

@@ -158,6 +158,16 @@ def test_a_rebuild_keeps_the_postings_of_unchanged_texts() -> None:
     other.build(new_ids, new_texts, reuse=(before.to_state(), unchanged))
     assert isinstance(other.tokenizer, CountingTokenizer)
     assert other.tokenizer.texts == len(new_texts)
+    # a Latin name teaches the segmenter nothing: the postings stand, the index is a full one's
+    latin = LexicalIndex(CountingTokenizer())
+    latin.add_terms([*terms, "QuuxRunner"])
+    latin.build(new_ids, new_texts, reuse=(before.to_state(), unchanged))
+    assert isinstance(latin.tokenizer, CountingTokenizer)
+    assert latin.tokenizer.texts == 2
+    full_latin = LexicalIndex()
+    full_latin.add_terms([*terms, "QuuxRunner"])
+    full_latin.build(new_ids, new_texts)
+    assert latin.to_state() == full_latin.to_state()
 
 
 def test_grouped_index_is_the_index_of_the_joined_texts() -> None:

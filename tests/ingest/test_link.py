@@ -5,9 +5,11 @@ subjects, typed claim relations with verbatim evidence, editions as PART_OF; and
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
+import ingest.link as link_module
 from ingest.link import CorpusLinks, NameMatcher, claim_relation, flex_pattern, link_corpus
 from ingest.markdown import parse_markdown
 from ingest.units import document_units
@@ -228,6 +230,55 @@ def test_document_order_does_not_matter(links: CorpusLinks, lexicon: Lexicon) ->
     again = link_corpus(list(reversed(read(CORPUS))), lexicon)
     assert again.extraction == links.extraction
     assert again.subjects == links.subjects
+
+
+# -- linking again with what an earlier link made -------------------------------------------------
+EDITS = {
+    "a sentence with no new name": {"quillon-README.md": QUILLON + "\nQuillon is quick.\n"},
+    "a new name, named in another document": {
+        "quillon-README.md": QUILLON + "\nQuillon runs Brindle tokenizers. Use FooBarNet.\n",
+        "flashattention-README.md": FLASH + "\nFooBarNet uses FlashAttention. FooBarNet ok.\n",
+    },
+    "a name retyped": {
+        "flashattention-README.md": FLASH.replace("a library", "an inference engine")
+    },
+    "a document removed": {"quillon-README.md": None},
+    "a document added": {"brindle-README.md": "# Brindle\n\nBrindle is a tokenizer library.\n"},
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_linking_again_gives_what_a_fresh_link_gives(
+    links: CorpusLinks, lexicon: Lexicon, edit: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edited corpus linked with the earlier link's records is linked as from scratch, and
+    only the documents a change reaches are linked again."""
+    edited = {**CORPUS, **EDITS[edit]}
+    corpus = {doc: text for doc, text in edited.items() if text is not None}
+    fresh = link_corpus(read(corpus), lexicon)
+    relinked: list[str] = []
+    original = link_module._link_units
+
+    def counting(doc: Document, *args: Any, **kwargs: Any) -> Any:
+        relinked.append(doc.id)
+        return original(doc, *args, **kwargs)
+
+    monkeypatch.setattr(link_module, "_link_units", counting)
+    again = link_corpus(read(corpus), lexicon, links.cache)
+    assert again.extraction == fresh.extraction
+    assert again.units == fresh.units
+    assert again.subjects == fresh.subjects
+    assert again.cache == fresh.cache
+    changed = {doc for doc, text in EDITS[edit].items() if text is not None}
+    assert changed <= set(relinked)
+    if edit == "a sentence with no new name":
+        assert relinked == ["quillon-README.md"]
+    if edit == "a new name, named in another document":
+        assert "zephyrix-README.md" not in relinked  # it does not name FooBarNet
+    # and with no change at all, nothing is linked again
+    relinked.clear()
+    assert link_corpus(read(corpus), lexicon, again.cache).cache == fresh.cache
+    assert relinked == []
 
 
 def test_empty_corpus(lexicon: Lexicon) -> None:

@@ -20,6 +20,7 @@ import pytest
 from ingest.chunk import chunk_embedding_text
 from ingest.embed import E5Embedder, EmbedderWrapper, Vectors
 from ingest.lexical import LexicalIndex, LexicalState
+from ingest.link_cache import LinkCache
 from ingest.merge import merge_extractions
 from ingest.pipeline import IngestReport, ingest_corpus
 from ingest.structure import parse_blocks
@@ -27,7 +28,7 @@ from kg.documents import BlockKind, Document
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon, LexiconFile
 from kg.schema import NodeType, RelationType, normalize_name
-from kg.store import Store
+from kg.store import LEXICAL_FILE, UNITS_LEXICAL_FILE, Store
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "corpus"
@@ -450,7 +451,7 @@ def test_editing_one_document_redoes_only_it(
         if doc_id != "edge-guide-en.md":
             assert after.doc_record(doc_id) == before.doc_record(doc_id)
     # the lexical index kept the postings of the other documents: it is the one a full build makes
-    state = LexicalState.model_validate(after.lexical_state())
+    state = _lexical_state(after, LEXICAL_FILE)
     full = LexicalIndex()
     full.add_terms(state.terms)
     chunks = [c for r in after.records() for c in r.chunks]
@@ -463,14 +464,48 @@ def test_editing_one_document_redoes_only_it(
     assert "For general serving: use TensorRT" in quotes
     old_quote = "For general serving: use ONNX Runtime"
     assert all(ev.quote != old_quote for r in graph.relations() for ev in r.evidence)
-    # the units of the documents carried over were kept, not read again: linking made the units
-    # and the graph a fresh ingest makes
-    fresh = tmp_path / "fresh-store"
+    # the units of the documents carried over were kept, not read again, and linking took back
+    # what they made before: the units, indexes and graph are the ones a fresh ingest makes
+    _assert_same_as_fresh(built, after, tmp_path / "fresh-store", embedder, lexicon)
+
+
+def _lexical_state(store: Store, name: str) -> LexicalState:
+    return LexicalIndex.from_arrays(store.arrays(name)).to_state()
+
+
+def _assert_same_as_fresh(
+    built: Built, after: Store, fresh: Path, embedder: CountingEmbedder, lexicon: Lexicon
+) -> None:
+    """The store an incremental ingest left is the one a fresh ingest of the corpus makes."""
     _ingest(built.corpus, fresh, embedder, lexicon)
-    assert Store.open(fresh).units() == after.units()
-    units_index = "units_lexical.json"
-    assert Store.open(fresh).lexical_state(units_index) == after.lexical_state(units_index)
-    assert Store.open(fresh).graph().to_node_link() == graph.to_node_link()
+    again = Store.open(fresh)
+    assert again.units() == after.units()
+    for name in (LEXICAL_FILE, UNITS_LEXICAL_FILE):
+        assert _lexical_state(again, name) == _lexical_state(after, name)
+    assert again.graph().to_node_link(with_node_evidence=True) == after.graph().to_node_link(
+        with_node_evidence=True
+    )
+    links = [
+        LinkCache.model_validate_json(s.optional_bytes("links.json") or b"") for s in (again, after)
+    ]
+    assert links[0] == links[1]
+
+
+def test_a_new_name_in_one_document_links_the_corpus_again(
+    with_articles: Built, tmp_path: Path, embedder: CountingEmbedder, lexicon: Lexicon
+) -> None:
+    """A name the edit brings may be named in any document: every one is linked again (the
+    corpus's names changed), and the store is the one a fresh ingest makes."""
+    built = with_articles.clone(tmp_path)
+    path = built.corpus / "edge-guide-en.md"
+    text = path.read_text("utf-8")
+    added = "ZorbServe runs on NVIDIA GPUs. ZorbServe is fast. Use ZorbServe on AMD GPUs."
+    path.write_text(f"{text}\n\n## ZorbServe\n\n{added}\n", "utf-8")
+    report = _ingest(built.corpus, built.store, embedder, lexicon)
+    assert report.processed == ["edge-guide-en.md"]
+    after = Store.open(built.store)
+    assert after.graph().find("ZorbServe") is not None
+    _assert_same_as_fresh(built, after, tmp_path / "fresh-store", embedder, lexicon)
 
 
 def test_deleting_a_document_removes_only_what_it_alone_supported(
@@ -497,12 +532,8 @@ def test_deleting_a_document_removes_only_what_it_alone_supported(
     assert runs_on is not None and {ev.doc for ev in runs_on.evidence} == {"serving-guide.md"}
     assert graph.find("For general serving") is None
     assert "framework:pytorch" in graph
-    # the graph equals a fresh ingest of the remaining documents
-    _ingest(built.corpus, tmp_path / "fresh", embedder, lexicon)
-    fresh = Store.open(tmp_path / "fresh").graph()
-    assert fresh.to_node_link(with_node_evidence=True) == graph.to_node_link(
-        with_node_evidence=True
-    )
+    # the store equals a fresh ingest of the remaining documents
+    _assert_same_as_fresh(built, Store.open(built.store), tmp_path / "fresh", embedder, lexicon)
 
 
 def test_a_lexicon_change_re_extracts_without_embedding(

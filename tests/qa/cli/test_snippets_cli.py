@@ -26,7 +26,16 @@ from ingest.structure import parse_blocks
 from kg.documents import Document, SnippetStatus
 from kg.graph import KnowledgeGraph
 from kg.schema import Extraction
-from kg.store import DocRecord, DocumentEntry, Manifest, Store, StoreWriter, doc_key
+from kg.store import (
+    LEXICAL_FILE,
+    UNITS_LEXICAL_FILE,
+    DocRecord,
+    DocumentEntry,
+    Manifest,
+    Store,
+    StoreWriter,
+    doc_key,
+)
 from qa.api import Assistant
 from qa.snippets.store_check import (
     apply_cached_results,
@@ -69,12 +78,12 @@ def _build_store(root: Path, corpus: Path) -> Store:
         )
         entry = DocumentEntry(id=doc.id, hash=doc.hash, key=doc_key(doc.id), source=str(doc.id))
         writer.put_document(entry, record, np.zeros((0, 4), dtype=np.float32))
-    writer.put_json("graph.json", KnowledgeGraph().to_node_link())
+    writer.put_graph(KnowledgeGraph())
     lexical = LexicalIndex()
     lexical.build([], [])
-    writer.put_json("lexical.json", lexical.to_state().model_dump(mode="json"))
-    writer.put_json("units.json", [])
-    writer.put_json("units_lexical.json", lexical.to_state().model_dump(mode="json"))
+    writer.put_arrays(LEXICAL_FILE, lexical.to_arrays())
+    writer.put_units([])
+    writer.put_arrays(UNITS_LEXICAL_FILE, lexical.to_arrays())
     return writer.commit()
 
 
