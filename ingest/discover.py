@@ -503,7 +503,10 @@ def discover_names(
             if looks_like_entity(token) and token.lower() not in plain_words:
                 found.append(Discovered(token, unit, [], type_from_name(token), "token"))
     _first_column_names(units, lexicon, name_ok, found)
-    headers = {tuple(u.header) for u in units if u.kind == UnitKind.ROW and len(u.header) >= 3}
+    # each table's header once, in document order (a set's order follows the hash seed)
+    headers = dict.fromkeys(
+        tuple(u.header) for u in units if u.kind == UnitKind.ROW and len(u.header) >= 3
+    )
     for header in headers:
         named = [h for h in header[1:] if name_ok(h)]
         if len(named) >= 2 and len(named) >= (len(header) - 1) / 2:

@@ -499,3 +499,17 @@ def test_acronym_pair_after_sentence_initial_the(lexicon: Lexicon) -> None:
     _, units = units_of("t.md", "The Neural Kernel Compiler (NKC) builds kernels.\n")
     found = discover_names(units, lexicon, set(), frozenset())
     assert [(d.name, d.aliases) for d in found] == [("Neural Kernel Compiler", ["NKC"])]
+
+
+def test_column_names_come_in_document_order(lexicon: Lexicon) -> None:
+    """Names that tables' headers give come in the order the document writes them, whatever the
+    hash seed (their order decides which evidence an entity keeps first)."""
+    text = (
+        "# Bench\n\n| Model | Zorblax | Quandor | Vintrel |\n|---|---|---|---|\n"
+        "| a | 1 | 2 | 3 |\n\n"
+        "| Task | Fennix | Gralbo | Hustrel |\n|---|---|---|---|\n| b | 3 | 4 | 5 |\n"
+    )
+    _doc, units = units_of("bench.md", text)
+    found = [d.name for d in discover_names(units, lexicon, set()) if d.how == "column"]
+    assert len(found) >= 3
+    assert found == sorted(found, key=text.index)
