@@ -12,7 +12,6 @@ from qa.frame import asks_setting, asks_yes_no
 __all__ = [
     "DISAGREE",
     "SECTION_NUMBER",
-    "answer_hint",
     "answer_hints",
     "asked_relations",
     "question_parts",
@@ -167,27 +166,20 @@ _RESTRICTION = re.compile(
 )
 
 
-def answer_hint(question: str) -> re.Pattern[str] | None:
-    """The shape of the value a question asks for, when it says: a speed-up, an amount of
-    memory, a duration, a model size, a version, else any number.
-
-    >>> bool(answer_hint("到底能提速多少？").search("提供 170% 的训练速度"))
-    True
-
-    Whether a thing works on a platform is answered by what it is limited to or does not do:
-    >>> bool(answer_hint("Can I build it with ROCm on Windows?").search("supported only for Linux"))
-    True
-    """
-    hints = answer_hints(question)
-    return hints[0] if hints else None
-
-
 def answer_hints(question: str) -> list[re.Pattern[str]]:
-    """The shapes of every value a question asks for ("能快多少、省多少显存": a speed-up and an
-    amount of memory), in `answer_hint`'s order; [] when it asks for none.
+    """The shapes of every value a question asks for, when it says: a setting (`--flag`), a
+    speed-up, an amount of memory, a duration, a model size, a version, else any number
+    ("能快多少、省多少显存": a speed-up and an amount of memory); [] when it asks for none.
 
     >>> len(answer_hints("unsloth 宣称能快多少、省多少显存？")), answer_hints("Is it fast?")
     (2, [])
+    >>> bool(answer_hints("到底能提速多少？")[0].search("提供 170% 的训练速度"))
+    True
+
+    Whether a thing works on a platform is answered by what it is limited to or does not do:
+    >>> hint = answer_hints("Can I build it with ROCm on Windows?")[0]
+    >>> bool(hint.search("supported only for Linux"))
+    True
     """
     if asks_yes_no(question) and _ON_PLATFORM.search(question):
         return [_RESTRICTION]
