@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
+
 from ingest.lexical import LexicalIndex
 from qa.units import bilingual_search
 
@@ -56,3 +58,23 @@ def test_bilingual_search_adds_up_each_script_as_by_id() -> None:
                 assert bilingual_search(index, weights, k, own) == _by_ids(index, weights, k, own)
                 checked += 1
     assert checked > 500
+
+
+def test_bilingual_search_keeps_the_marked_among_the_k_best() -> None:
+    """`keep` sifts the k best (in their order), whatever the scripts of the query."""
+    index = LexicalIndex()
+    index.build(list(TEXTS), list(TEXTS.values()))
+    at = {doc: i for i, doc in enumerate(index.ids)}
+    words = ["推理", "gpu", "inference", "tensorrt", "引擎"]
+    masks = [
+        np.array([doc.startswith(prefix) for doc in index.ids]) for prefix in ("a", "b", "d", "x")
+    ]
+    kept = 0
+    for chosen in itertools.combinations(words, 2):
+        weights = {w: 1.0 - 0.2 * i for i, w in enumerate(chosen)}
+        for k, own, keep in itertools.product((1, 3, 8), ("", "推理 GPU"), masks):
+            whole = bilingual_search(index, weights, k, own)
+            sifted = bilingual_search(index, weights, k, own, keep=keep)
+            assert sifted == [hit for hit in whole if keep[at[hit[0]]]]
+            kept += len(sifted)
+    assert kept > 20
