@@ -16,7 +16,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -173,6 +173,8 @@ class UnitSearch:
         self.dense_weight = 0.15
         self._chunk_of = _chunks_of(self.units, chunks)
         self.tokenize = lexical.tokenizer.tokenize
+        # thread-safe; its dicts are copied out (`query_weights`)
+        self._query_weights = lru_cache(maxsize=256)(self._weigh_query)
         self.by_subject: dict[str, list[EvidenceUnit]] = {}
         self.by_mention: dict[str, list[EvidenceUnit]] = {}
         for unit in self.units:
@@ -224,7 +226,11 @@ class UnitSearch:
     def query_weights(self, question: str, entity_names: Iterable[str] = ()) -> dict[str, float]:
         """Weighted query tokens: the question's own (stemmed, no function words) weigh 1, the
         aliases of the entities it names 0.7, and the thesaurus surfaces of its terms in the other
-        language 0.5 (a Chinese question reaches English text and back)."""
+        language 0.5 (a Chinese question reaches English text and back). Remembered: answering
+        one question asks for the same weights several times."""
+        return dict(self._query_weights(question, tuple(entity_names)))
+
+    def _weigh_query(self, question: str, entity_names: tuple[str, ...]) -> dict[str, float]:
         weights: dict[str, float] = {}
 
         def add(text: str, weight: float) -> None:
