@@ -65,6 +65,8 @@ class LexicalIndex:
         self._idf = np.zeros(0, dtype=np.float32)
         self._by_doc: _DocTerms | None = None  # the postings by document, made on first use
         self._id_ranks: npt.NDArray[np.int64] | None = None
+        # (the lengths it was made from, (k1, b), the norm): see `_length_norm`
+        self._norm: tuple[Any, tuple[float, float], npt.NDArray[np.float32]] | None = None
         self._lock = threading.Lock()
 
     def add_terms(self, terms: list[str]) -> None:
@@ -208,8 +210,7 @@ class LexicalIndex:
         if not self.ids or k <= 0:
             return []
         scores = np.zeros(len(self.ids), dtype=np.float32)
-        avgdl = float(self._doc_len.mean()) or 1.0
-        norm = self.k1 * (1.0 - self.b + self.b * self._doc_len / avgdl)
+        norm = self._length_norm()
         for term, qtf in Counter(self.tokenizer.tokenize(query)).items():
             t = self._vocab.get(term)
             if t is None:
@@ -231,8 +232,7 @@ class LexicalIndex:
     def weighted_scores(self, weights: dict[str, float]) -> npt.NDArray[np.float32]:
         """The BM25 score of every document (`ids` order) for weighted query tokens."""
         scores = np.zeros(len(self.ids), dtype=np.float32)
-        avgdl = float(self._doc_len.mean()) or 1.0
-        norm = self.k1 * (1.0 - self.b + self.b * self._doc_len / avgdl)
+        norm = self._length_norm()
         for term, weight in weights.items():
             t = self._vocab.get(term)
             if t is None or weight <= 0:
@@ -241,6 +241,17 @@ class LexicalIndex:
             docs, tf = self._doc_index[lo:hi], self._term_freq[lo:hi]
             scores[docs] += weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
         return scores
+
+    def _length_norm(self) -> npt.NDArray[np.float32]:
+        """BM25's length normalisation of every document, `k1 * (1 - b + b * len / avglen)`:
+        the same array for every query, made once per set of lengths (a search of a large
+        corpus's units made it again for each of a question's ~10 searches)."""
+        made = self._norm
+        if made is None or made[0] is not self._doc_len or made[1] != (self.k1, self.b):
+            avgdl = float(self._doc_len.mean()) or 1.0
+            norm = self.k1 * (1.0 - self.b + self.b * self._doc_len / avgdl)
+            made = self._norm = (self._doc_len, (self.k1, self.b), norm)
+        return made[2]
 
     def id_ranks(self) -> npt.NDArray[np.int64]:
         """Each document's place among the ids in string order (ties between scores are broken
