@@ -10,6 +10,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
+from typing import TypeVar, overload
 
 from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text, units_text_norm
@@ -26,6 +27,8 @@ from qa.shapes import answer_hints, asked_relations, text_width
 from qa.units import STOPWORDS, RankedUnit, UnitSearch
 
 __all__ = ["CHOOSABLE", "SOFTWARE", "UnitIndex"]
+
+_T = TypeVar("_T")
 
 CHOOSABLE = frozenset(
     {
@@ -77,6 +80,15 @@ class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
             with self._lock:  # two threads may make them: the first one's stay
                 made = self._made.setdefault(key, made)
         return made
+
+    @overload
+    def get(self, key: tuple[str, int], /) -> list[PathEdge] | None: ...
+    @overload
+    def get(self, key: tuple[str, int], /, default: list[PathEdge] | _T) -> list[PathEdge] | _T: ...
+    def get(self, key: tuple[str, int], /, default: object = None) -> object:
+        """The edges at `key`, else `default`, without raising and catching a KeyError (most
+        units are the evidence of no edge, and answering asks of thousands of them)."""
+        return self[key] if key in self._raw else default
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return iter(self._raw)
