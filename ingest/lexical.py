@@ -273,11 +273,24 @@ class LexicalIndex:
         >>> sorted(index.terms_of("b")), index.terms_of("c")
         (['gpus', 'on', 'runs'], None)
         """
+        return self._doc_terms().terms_of(doc_id)
+
+    def position(self, doc_id: str) -> int | None:
+        """Where a document is among `ids` (None for one the index does not hold).
+
+        >>> index = LexicalIndex()
+        >>> index.build(["a", "b"], ["fast engine", "runs on GPUs"])
+        >>> index.position("b"), index.position("c")
+        (1, None)
+        """
+        return self._doc_terms().at.get(doc_id)
+
+    def _doc_terms(self) -> _DocTerms:
         by_doc = self._by_doc
         if by_doc is None:
             with self._lock:
                 by_doc = self._by_doc = self._by_doc or _DocTerms(self)
-        return by_doc.terms_of(doc_id)
+        return by_doc
 
     def idf(self, term: str) -> float:
         """The inverse document frequency of a token (0 when no document has it)."""

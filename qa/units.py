@@ -16,7 +16,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -205,23 +205,12 @@ class UnitSearch:
         )
         return index
 
-    @cached_property
-    def _subjects(self) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
-        """The subject of each unit of the lexical index (in its order) as a number, and the
-        numbers: made on first use (~5 ms on a large corpus)."""
-        numbers: dict[str, int] = {}
-        at = [
-            numbers.setdefault(unit.subject, len(numbers))
-            if unit is not None and unit.subject
-            else -1
-            for unit in map(self.by_id.get, self.lexical.ids)
-        ]
-        return np.array(at, dtype=np.int32), numbers
-
     def about_mask(self, about: Iterable[str]) -> npt.NDArray[np.bool_]:
         """Which units of the lexical index (in its order) are about one of `about`."""
-        subjects, numbers = self._subjects
-        return np.isin(subjects, [numbers[s] for s in about if s in numbers])
+        mask = np.zeros(len(self.lexical.ids), dtype=bool)
+        at = [self.lexical.position(u.id) for s in about for u in self.by_subject.get(s, [])]
+        mask[[i for i in at if i is not None]] = True
+        return mask
 
     def query_weights(self, question: str, entity_names: Iterable[str] = ()) -> dict[str, float]:
         """Weighted query tokens: the question's own (stemmed, no function words) weigh 1, the
