@@ -221,6 +221,8 @@ class Tokenizer:
                 continue
             token = piece.lower()
             tokens.append(token)
+            if token.isalnum():  # one part, the token itself
+                continue
             parts = _PART.findall(token)
             if len(parts) > 1:
                 tokens.extend(parts)
