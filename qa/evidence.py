@@ -421,9 +421,9 @@ class EvidenceComposer(CandidateScorer, Answerability):
         ]
         pool = ranked[:30]
         if things:
-            about = [
-                r for r in pool if r.unit.subject in things or set(things) & set(r.unit.mentions)
-            ]
+            # about the things it names, or about another named thing (CUDA's row of a table
+            # when it asks for LLaMA-Factory's CUDA version)
+            about = [r for r in pool if r.unit.subject in named or named & set(r.unit.mentions)]
             if about:
                 pool = about
         asked = asked_relations(frame.text)

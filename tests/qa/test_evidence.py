@@ -378,3 +378,32 @@ def test_asking_how_two_things_differ_recommends_neither(
     answer = assistant.ask(question)
     assert answer.recommendations == [], answer.answer
     assert "Windows is not supported" in answer.answer, answer.answer
+
+
+KESTREL = (
+    "# Kestrel\n\nKestrel 是一个大模型微调工具，支持 LoRA 和 QLoRA。\n\n"
+    "## 安装\n\n您需要安装特定版本的 transformers 以使用 Kestrel 的新模型。\n\n"
+    "我们推荐使用下述命令登录您的 Hugging Face 账户以下载 Kestrel 的数据集。\n\n"
+    "如果您无法使用 Kestrel 的最新功能，请尝试重新拉取代码并再次安装 Kestrel。\n\n"
+    "Kestrel 的每个版本都会在更新日志中列出新支持的模型。\n\n"
+    "旧版本的 Kestrel 配置文件可以直接用于新版本。\n\n"
+    "Kestrel 的版本号遵循语义化版本规范。\n\n"
+    "## 软硬件依赖\n\n"
+    "| 必需项 | 至少 | 推荐 |\n|---|---|---|\n"
+    "| python | 3.9 | 3.11 |\n| torch | 2.0.0 | 2.4.0 |\n| transformers | 4.41.2 | 4.45.0 |\n"
+    "| datasets | 2.16.0 | 3.2.0 |\n| peft | 0.11.1 | 0.12.0 |\n\n"
+    "| 可选项 | 至少 | 推荐 |\n|---|---|---|\n"
+    "| CUDA | 11.6 | 12.1 |\n| deepspeed | 0.10.0 | 0.16.4 |\n| flash-attn | 2.5.6 | 2.7.2 |\n"
+)
+
+
+def test_a_row_about_another_named_thing_answers_for_the_thing_asked_about(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Which CUDA and torch versions does Kestrel need?": the row of Kestrel's table
+    whose subject is CUDA answers too, though the question is about Kestrel (facts are drawn
+    from the units about any thing the question names, not only the choosable ones)."""
+    files = {"kestrel-README_zh.md": KESTREL, "zephyr-README.md": ZEPHYR}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask("Kestrel 需要的 CUDA 和 torch 版本分别是多少？")
+    assert "12.1" in answer.answer and "2.4.0" in answer.answer, answer.answer
