@@ -39,7 +39,7 @@ class CandidateScorer(UnitIndex):
         others weighed, best first."""
         if frame.options:
             options = self.option_candidates(frame, ranked, named)
-            if options:
+            if options or (frame.measured and not frame.choice):
                 return options, []
         wanted = frame.types
         top = ranked[:30]
@@ -268,7 +268,15 @@ class CandidateScorer(UnitIndex):
             )
             return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
 
-        verdicts = resolve_options(options, nodes, pool, frame.text, terms, coverage)
+        verdicts = resolve_options(
+            options,
+            nodes,
+            pool,
+            frame.text,
+            terms,
+            coverage,
+            tables_only=frame.measured and not frame.choice,
+        )
         # "Only A100s. FlashAttention-2 or FlashAttention-3?": the alternative the graph links to
         # the rare hardware asked for comes first
         ids = {v.node for v in verdicts if v.node is not None and v.node in self.graph}

@@ -128,7 +128,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 draft.recommendations.append(
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
-        elif frame.choice or bridge is not None:
+        elif frame.choice or frame.measured or bridge is not None:
             ranked_candidates, weighed = self.weigh(frame, named, ranked)
             bridge_type = self.graph.entity(bridge).type if bridge is not None else None
             if bridge is not None and (
@@ -421,9 +421,15 @@ class EvidenceComposer(CandidateScorer, Answerability):
         ]
         pool = ranked[:30]
         if things:
-            # about the things it names, or about another named thing (CUDA's row of a table
-            # when it asks for LLaMA-Factory's CUDA version)
-            about = [r for r in pool if r.unit.subject in named or named & set(r.unit.mentions)]
+            # about the things it names, or about another thing it names in their documents
+            # (CUDA's row of LLaMA-Factory's table when it asks for its CUDA version)
+            about = [
+                r
+                for r in pool
+                if r.unit.subject in things
+                or set(things) & set(r.unit.mentions)
+                or (r.unit.subject in named and self._doc_subject.get(r.unit.doc) in things)
+            ]
             if about:
                 pool = about
         asked = asked_relations(frame.text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
@@ -59,6 +60,7 @@ class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
 
     def __init__(self, graph: KnowledgeGraph) -> None:
         self._made: dict[tuple[str, int], list[PathEdge]] = {}
+        self._starts: dict[str, list[int]] | None = None  # made when first asked for
         self._lock = threading.Lock()
         raw: dict[tuple[str, int], list[tuple[Relation, Evidence]]] = defaultdict(list)
         for rel in graph.relations():
@@ -77,6 +79,19 @@ class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
             with self._lock:  # two threads may make them: the first one's stay
                 made = self._made.setdefault(key, made)
         return made
+
+    def within(self, doc: str, start: int, end: int) -> list[PathEdge]:
+        """The edges whose evidence lies in `doc[start:end]` (a table row's cells), in order."""
+        if self._starts is None:
+            by_doc: dict[str, list[int]] = defaultdict(list)
+            for d, at in self._raw:
+                by_doc[d].append(at)
+            self._starts = {d: sorted(v) for d, v in by_doc.items()}
+        starts = self._starts.get(doc, [])
+        out: list[PathEdge] = []
+        for at in starts[bisect_left(starts, start) : bisect_left(starts, end)]:
+            out += [e for e in self[(doc, at)] if e.evidence[0].end <= end]
+        return out
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return iter(self._raw)
@@ -224,6 +239,9 @@ class UnitIndex:
         verbatim span."""
         edges = self._edges.get((unit.doc, unit.start), [])
         edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
+        if not edges and unit.kind == UnitKind.ROW:
+            # a row's edges cite its cells ("QLoRA | 7.4 GiB": QLoRA's peak memory)
+            edges = self._edges.within(unit.doc, unit.start, unit.end)
         ordered = sorted(
             edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation))
         )
@@ -283,16 +301,16 @@ class UnitIndex:
             for u in self._doc_units.get(row.doc, [])
             if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
         ]
+
+        def said(u: EvidenceUnit) -> float:
+            # its own label counts twice: "OpenNMT-py 3.0.4" beside CTranslate2's row when the
+            # question names both, before the rows that share their group's label
+            label = set(self.search.tokenize(stem_text(u.cells[0]))) if u.cells else set()
+            tokens = self._unit_tokens(u)
+            return sum(w * (1 + (t in label)) for t, w in terms.items() if t in tokens)
+
         scored = sorted(
-            (
-                (
-                    sum(w for t, w in terms.items() if t in self._unit_tokens(u)),
-                    -abs(u.start - row.start),
-                    u,
-                )
-                for u in siblings
-                if u.id != row.id
-            ),
+            ((said(u), -abs(u.start - row.start), u) for u in siblings if u.id != row.id),
             key=lambda t: (-t[0], -t[1]),
         )
         rows = [row, *[u for score, _d, u in scored if score > 0][: limit - 1]]
