@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Set
 
 from ingest.units import stem_text
-from kg.documents import EvidenceUnit
+from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
 from qa.frame import QuestionFrame
 from qa.options import resolve_options
@@ -300,6 +300,17 @@ class CandidateScorer(UnitIndex):
             ):
                 continue
             node = verdict.node if verdict.node in self.graph else None
+            rows = all(u.kind == UnitKind.ROW for u in verdict.units)
+            if (
+                node is not None
+                and rows
+                and not any(
+                    node in (e.source, e.target) for u in verdict.units for e in self.point(u).edges
+                )
+            ):
+                # the table that decides gives it no edge (a README row naming only it): it is
+                # recommended as the name the verbatim row states
+                node = None
             eid = node if node is not None else "value:" + verdict.shown
             out.append((eid, verdict.score, verdict.units))
         return out

@@ -318,6 +318,12 @@ class UnitIndex:
             return self.point(row, prefer)
         rows.sort(key=lambda u: u.start)
         point = self.point(row, prefer)
+        # the edges the other rows are evidence of too, when the chosen row's are not of
+        # `prefer` (a feature matrix's rows: Xinference's CPU support beside its clustering)
+        edges = list(point.edges)
+        if prefer is not None and not any(prefer in (e.source, e.target) for e in edges):
+            others = [e for u in rows if u.id != row.id for e in self.point(u, prefer).edges]
+            edges = [e for e in others if prefer in (e.source, e.target)][:1] + edges
         start, end = rows[0].start, rows[-1].end
         return point.model_copy(
             update={
@@ -325,6 +331,7 @@ class UnitIndex:
                 "end": end,
                 "quote": self.documents[row.doc][start:end],
                 "text": "; ".join(u.text for u in rows),
+                "edges": edges[:2],
             }
         )
 

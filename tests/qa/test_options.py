@@ -12,6 +12,7 @@ from qa.api import Assistant
 FERRET = """# Ferret
 
 Ferret is a fast inference engine for translation models on CPU and GPU.
+See the [documentation](https://ferret.example.org) to get started.
 
 ## Benchmarks
 
@@ -101,3 +102,33 @@ def test_telling_two_things_apart_without_a_measure_recommends_neither(
 ) -> None:
     answer = assistant.ask("How does Ferret compare with Torchy?")
     assert answer.recommendations == [], answer.answer
+
+
+HERON = """# Heron
+
+[![PyPI](https://img.shields.io/pypi/v/heron.svg)](https://pypi.org/project/heron/)
+
+Heron is a distributed inference framework for language, speech and image models.
+
+## Why Heron
+
+| Feature | Heron | Egret | Ibis |
+| --- | --- | --- | --- |
+| OpenAI-compatible API | ✅ | ✅ | ✅ |
+| More platforms (CPU, Metal) | ✅ | ✅ | ❌ |
+| Distributed cluster deployment | ✅ | ❌ | ❌ |
+| Embedding models | ✅ | ❌ | ❌ |
+"""
+
+
+def test_a_feature_matrix_decides_and_its_rows_back_the_pick(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The ✅ rows the question asks about decide between the columns; the pick stands on the
+    edges of the rows shown with it, though the rows it asks about have none of their own."""
+    store = article_store(tmp_path_factory, {"heron-README.md": HERON, "ferret-README.md": FERRET})
+    answer = Assistant.open(store, dense=False).ask(
+        "Heron or Egret: which supports distributed cluster deployment and embedding models better?"
+    )
+    assert [r.name for r in answer.recommendations][:1] == ["Heron"], answer.answer
+    assert "Embedding models" in answer.answer, answer.answer
