@@ -332,6 +332,8 @@ class QuestionFrame:
         False
         >>> QuestionFrame.read("JAX 在原生 Windows 和 WSL2 上的 GPU 支持有什么区别？").choice
         False
+        >>> [o.start for o in QuestionFrame.read("A1 和 B2 比，在部署上谁更好？").options]
+        [0, 5]
         >>> frame = QuestionFrame.read("How does A1 compare with B2 in tokens per second?")
         >>> frame.choice, frame.measured, [o.text for o in frame.options]
         (False, True, ['A1', 'B2'])
@@ -351,6 +353,7 @@ class QuestionFrame:
             ),
         )
         asked = text[asking[0] : asking[1]]
+        sentence_start = asking[0]  # `asking` may narrow to a clause below; `asked` does not
         clauses = [m.span() for m in _CLAUSE.finditer(asked)]
         if len(clauses) > 1 and re.search(r"[\u4e00-\u9fff]", asked):
             # a Chinese sentence strings its clauses with commas: the asking one holds the cue
@@ -370,7 +373,7 @@ class QuestionFrame:
             for o in question_options(asked)
             if not re.search(r"[(（][^)）]*$", asked[: max(0, o.start)])  # not inside (...)
         ]
-        options = [Option(o.text, o.start + asking[0]) for o in options]
+        options = [Option(o.text, o.start + sentence_start) for o in options]
         cue = bool(_CHOICE.search(asked))
         yes_no = bool(_YES_NO.search(asked))
         # "Is FSDP still recommended?" asks about what it names, not for something to pick;
