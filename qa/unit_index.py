@@ -16,7 +16,7 @@ from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text, units_text_norm
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
-from kg.schema import Evidence, NodeType, Relation, RelationType
+from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
 from qa.frame import QuestionFrame
 from qa.schema import (
     DraftPoint,
@@ -47,7 +47,9 @@ SOFTWARE = frozenset(
 
 
 _DEFINES = re.compile(
-    r"\s*(?:[（(][^）)]*[）)])?\s*(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
+    # after the name: a version ("Keras 3 is a …"), a parenthesis, then the defining verb
+    r"\s*(?:v?\d+(?:\.\d+)*\s+)?(?:[（(][^）)]*[）)])?\s*"
+    r"(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
     r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
     re.I,
 )
@@ -302,12 +304,25 @@ class UnitIndex:
             if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
         ]
 
+        own_names = (
+            [normalize_name(n) for n in self.names_of(prefer)]
+            if prefer and prefer in self.graph
+            else []
+        )
+
         def said(u: EvidenceUnit) -> float:
             # its own label counts twice: "OpenNMT-py 3.0.4" beside CTranslate2's row when the
             # question names both, before the rows that share their group's label
             label = set(self.search.tokenize(stem_text(u.cells[0]))) if u.cells else set()
             tokens = self._unit_tokens(u)
-            return sum(w * (1 + (t in label)) for t, w in terms.items() if t in tokens)
+            score = sum(w * (1 + (t in label)) for t, w in terms.items() if t in tokens)
+            # the row of the thing recommended comes first: the benchmark's "CTranslate2 3.6.0"
+            # row beside the frameworks the question compares it with (before its variants)
+            if prefer and u.subject == prefer:
+                head = normalize_name(u.cells[0]) if u.cells else ""
+                named = any(n and n in head for n in own_names)
+                score += sum(terms.values()) * (1.0 if named else 0.5)
+            return score
 
         scored = sorted(
             ((said(u), -abs(u.start - row.start), u) for u in siblings if u.id != row.id),

@@ -407,3 +407,25 @@ def test_a_row_about_another_named_thing_answers_for_the_thing_asked_about(
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
     answer = assistant.ask("Kestrel 需要的 CUDA 和 torch 版本分别是多少？")
     assert "12.1" in answer.answer and "2.4.0" in answer.answer, answer.answer
+
+
+def test_a_definition_that_names_a_version_is_the_definition(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Kite 3 is a multi-backend framework …" defines Kite, version and all: it is the pick's
+    first reason."""
+    kite = (
+        "# Kite 3\n\n[![PyPI](https://img.shields.io/pypi/v/kite.svg)](https://pypi.org/p/kite)\n\n"
+        "Kite 3 is a multi-backend deep learning framework, with support for JAX and PyTorch.\n\n"
+        "## Why Kite\n\n"
+        "- Run your Kite workflows on top of JAX or PyTorch and switch when you like.\n"
+        "- Kite models can be trained in a loop written in native JAX or PyTorch.\n"
+        "- Kite avoids framework lock-in for your JAX or PyTorch code.\n"
+    )
+    store = article_store(tmp_path_factory, {"kite-README.md": kite, "zephyr-README.md": ZEPHYR})
+    answer = Assistant.open(store, dense=False).ask(
+        "I want to write my model once and switch between JAX and PyTorch later. Which "
+        "high-level framework?"
+    )
+    assert [r.name for r in answer.recommendations][:1] == ["Kite"], answer.answer
+    assert "multi-backend" in answer.answer.split("\n\n")[0], answer.answer

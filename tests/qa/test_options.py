@@ -23,8 +23,10 @@ The benchmark reports target tokens generated per second (higher is better).
 | | Tokens per second | Max. memory | BLEU |
 | --- | --- | --- | --- |
 | **WMT14 model** | | | |
+| Flowy 2.3 (with Torchy 2.1) | 209.2 | 2653MB | 26.93 |
 | Torchy 2.1 | 280.5 | 2010MB | 26.71 |
 | - int8 | 320.1 | 1350MB | 26.70 |
+| Marlin 1.11 | 344.5 | 7605MB | 27.93 |
 | Ferret 1.0 | 650.2 | 850MB | 26.71 |
 | - int8 | 900.4 | 600MB | 26.64 |
 
@@ -132,3 +134,15 @@ def test_a_feature_matrix_decides_and_its_rows_back_the_pick(
     )
     assert [r.name for r in answer.recommendations][:1] == ["Heron"], answer.answer
     assert "Embedding models" in answer.answer, answer.answer
+
+
+def test_the_pick_shows_its_own_row_of_the_table_that_backs_it(assistant: Assistant) -> None:
+    """A recommendation backed by a benchmark table quotes its own row ("Ferret 1.0 | 650.2"),
+    not only the rows of the frameworks the question names."""
+    answer = assistant.ask(
+        "We serve Torchy and Marlin translation models on CPU-only servers and need more tokens "
+        "per second and less memory than running them in Torchy. Which inference engine?"
+    )
+    assert [r.name for r in answer.recommendations][:1] == ["Ferret"], answer.answer
+    reasons = answer.answer.split("\n\n")[0]
+    assert "650.2" in reasons, answer.answer
