@@ -495,7 +495,12 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 for u in mine
             }
             stating = [u for u in mine if stated[u.id] & kinds or (stated[u.id] and not kinds)]
-            own = [u for u in mine if u.subject == eid]
+            # its own units: about it, or naming it in its own documents
+            own = [
+                u
+                for u in mine
+                if u.subject == eid or (eid in u.mentions and self._doc_subject.get(u.doc) == eid)
+            ]
             naming = [u for u in mine if eid in u.mentions]
             for unit in (stating or own or naming)[:1]:
                 docs_named.append(unit.doc)

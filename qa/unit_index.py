@@ -121,6 +121,7 @@ class UnitIndex:
         for doc, counts in subjects.items():
             self._doc_subject[doc] = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
         self._tokens: dict[str, frozenset[str]] = {}
+        self._titles: dict[str, frozenset[str]] = {}
         self._unit_at = {(u.doc, u.start): u for u in search.units}
         self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
         self._unit_index: dict[str, int] = {}
@@ -146,6 +147,13 @@ class UnitIndex:
             if tokens is None:
                 tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
             self._tokens[unit.id] = tokens
+        return tokens
+
+    def _title_tokens(self, title: str) -> frozenset[str]:
+        tokens = self._titles.get(title)
+        if tokens is None:
+            tokens = frozenset(self.search.tokenize(stem_text(title)))
+            self._titles[title] = tokens
         return tokens
 
     def _question_terms(
@@ -376,12 +384,19 @@ class UnitIndex:
         half the lowest retrieved score: they compete on relevance to the question alone."""
         seen = {r.unit.id for r in ranked}
         floor = min((r.score for r in ranked), default=1.0) * 0.5
-        extra = [
-            RankedUnit(u, floor, 0.0, 0.0, False)
-            for eid in entities
-            for u in self.search.by_subject.get(eid, [])[:400]
-            if u.id not in seen and u.kind != UnitKind.CODE
-        ]
+        extra = []
+        for eid in entities:
+            # its units, and the units of its own documents that name it under another
+            # subject ("MindSpore则采用的是代码变换法" in the section on automatic differentiation)
+            named = [
+                u
+                for u in self.search.by_mention.get(eid, [])
+                if u.subject != eid and self._doc_subject.get(u.doc) == eid
+            ]
+            for u in [*self.search.by_subject.get(eid, [])[:400], *named[:100]]:
+                if u.id not in seen and u.kind != UnitKind.CODE:
+                    seen.add(u.id)
+                    extra.append(RankedUnit(u, floor, 0.0, 0.0, False))
         return [*ranked, *extra]
 
     def _touches(self, unit: EvidenceUnit, eid: str) -> bool:
@@ -401,6 +416,15 @@ class UnitIndex:
         asked kinds of value it states the more ("2× faster with 70% less VRAM")."""
         tokens = self._unit_tokens(unit)
         score = sum(w * self.search.lexical.idf(t) for t, w in weights.items() if t in tokens)
+        if unit.heading_path and unit.kind != UnitKind.HEADING:
+            # a sentence under "### 自动微分" speaks of automatic differentiation: its section's
+            # words count, at half weight (a title's words are every unit's under it)
+            title = self._title_tokens(unit.heading_path[-1])
+            score += 0.5 * sum(
+                w * self.search.lexical.idf(t)
+                for t, w in weights.items()
+                if t in title and t not in tokens
+            )
         if unit.kind == UnitKind.HEADING:
             score *= 0.3
         elif text_width(unit.text) < 25 and unit.kind != UnitKind.ROW and not states_asked:

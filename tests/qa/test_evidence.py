@@ -429,3 +429,54 @@ def test_a_definition_that_names_a_version_is_the_definition(
     )
     assert [r.name for r in answer.recommendations][:1] == ["Kite"], answer.answer
     assert "multi-backend" in answer.answer.split("\n\n")[0], answer.answer
+
+
+MANTIS = """# Mantis
+
+[English](README.md) | 简体中文
+
+Mantis是一种适用于端边云场景的新型开源深度学习训练框架。
+
+查看Mantis如何进行开放治理。
+
+Mantis支持在GPU和CPU上训练。
+
+Mantis提供Python接口和C++接口。
+
+### 自动微分
+
+当前主流深度学习框架中有两种自动微分技术：操作符重载法和代码变换法。
+
+Mantis则采用的是代码变换法。它支持自动控制流的自动微分。
+
+## 安装
+
+请参考[安装指南](https://example.org/install)。
+"""
+
+GECKO = """# Gecko
+
+Gecko is a Python deep learning framework with a tape-based automatic differentiation engine.
+
+## Why Gecko
+
+- Gecko uses reverse-mode automatic differentiation: it records a tape of operations and
+  replays it backwards.
+- See the [docs](https://gecko.example.org) for more.
+"""
+
+
+def test_a_thing_is_answered_for_by_its_own_documents_sentences_under_the_asked_section(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """An English question about a Chinese README: the sentence of Mantis's own README that
+    names it in the section on automatic differentiation ("Mantis则采用的是代码变换法", whose
+    subject is the technique) answers for Mantis, not a line about Mantis that says nothing of
+    the question."""
+    files = {"mantis-README_CN.md": MANTIS, "gecko-README.md": GECKO}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask(
+        "How do Gecko and Mantis differ in the way they implement automatic differentiation?"
+    )
+    assert "代码变换法" in answer.answer, answer.answer
+    assert "开放治理" not in answer.answer, answer.answer
