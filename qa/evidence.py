@@ -107,7 +107,13 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if rel.relation == RelationType.PART_OF
             }
             tail = second_part(frame.text)
-            told = [r for r in hop(frame.text, bridge, set(named)) if bridge in r.unit.mentions][:3]
+            # what each named thing says of it ("Unsloth credits llama.cpp …; does llamafile
+            # build on the same one?": llamafile's own line on llama.cpp too)
+            told = [
+                r
+                for e in sorted(named)
+                for r in [r for r in hop(frame.text, bridge, {e}) if bridge in r.unit.mentions][:2]
+            ]
             second = told + hop(tail, bridge, parts)[:6]
         picks, fact_paths, conflicts = situational or ([], [], [])
         draft.conflicts = conflicts
@@ -164,7 +170,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
             tail_frame = QuestionFrame.read(second_part(frame.text))
             own = [r for r in second if r.unit.subject not in named]
             told = [r for r in second if r.unit.subject in named]
-            first = [u for _s, u in self.ordered(frame, told)][:1]
+            # the best unit of each named thing that speaks of it
+            by_subject: dict[str | None, EvidenceUnit] = {}
+            for _s, u in self.ordered(frame, told):
+                by_subject.setdefault(u.subject, u)
+            first = list(by_subject.values())[:2]
             first += [u for _s, u in self.ordered(tail_frame, own)][:2]
             first = [u for u in first if (u.doc, u.start) not in shown]
             limit = max(limit, len(first) + 1)

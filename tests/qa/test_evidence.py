@@ -480,3 +480,33 @@ def test_a_thing_is_answered_for_by_its_own_documents_sentences_under_the_asked_
     )
     assert "代码变换法" in answer.answer, answer.answer
     assert "开放治理" not in answer.answer, answer.answer
+
+
+def test_each_named_thing_says_its_word_on_the_thing_a_two_part_question_leads_to(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Heron credits one library…; does Wren build on the same one?": the answer follows
+    Heron to llama.cpp and shows Wren's own line on llama.cpp too, not only Heron's."""
+    heron = (
+        "# Heron\n\nHeron is a tool to fine-tune LLMs on one GPU. See the [docs](https://h.io).\n\n"
+        "## Export\n\n- Heron saves models as GGUF files for running with llama.cpp.\n"
+        "- Heron builds its own llama.cpp when it installs, for running saved models.\n"
+        "- Heron runs saved models with llama.cpp or Ollama.\n\n"
+        "## Thank you\n\n- The llama.cpp library that lets users run and save models with Heron\n"
+        "- The Hugging Face team for their datasets\n"
+    )
+    wren = (
+        "# Wren\n\nWren lets you distribute and run LLMs with a single file. "
+        "We do that by combining [llama.cpp](https://g.io/l) with [Cosmo Libc](https://g.io/c) "
+        "into one framework.\n\n## Build\n\n"
+        "If Wren detects the CUDA SDK, Wren will build a faster DLL.\n\n"
+        "If you use zsh and have trouble running Wren, try saying sh -c ./wren.\n\n"
+        "To build Wren from source, run make in the checkout.\n"
+    )
+    files = {"heron-README.md": heron, "wren-README.md": wren}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask(
+        "Heron credits one C++ library for running and saving models. Which library is it, and "
+        "does Wren build on the same one?"
+    )
+    assert "llama.cpp" in answer.answer and "Cosmo Libc" in answer.answer, answer.answer
