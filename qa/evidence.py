@@ -360,7 +360,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
                     chosen.append(unit)
             weights = self._question_terms(frame)
             points = [
-                self.row_group(u, weights, eid) if u.kind == UnitKind.ROW else self.point(u, eid)
+                self.row_group(u, weights, eid)
+                if u.kind == UnitKind.ROW
+                else self.with_paragraph(u, eid)
+                if u is definition
+                else self.point(u, eid)
                 for u in chosen
             ]
             if not eid.startswith("value:") and not any(

@@ -358,6 +358,38 @@ class UnitIndex:
             }
         )
 
+    def with_paragraph(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
+        """A short sentence as a point with the sentences after it in its paragraph, up to about
+        two hundred characters: "LocalAI is the open-source AI engine." says little alone; "…
+        Run any model … on any hardware. No GPU required." is what it is."""
+        point = self.point(unit, prefer)
+        if unit.kind != UnitKind.SENTENCE or text_width(unit.text) >= 60:
+            return point
+        text = self.documents[unit.doc]
+        last, shown = unit, [unit.text]
+        while sum(len(t) for t in shown) < 200:
+            after = self._next_unit(last)
+            if (
+                after is None
+                or after.kind != UnitKind.SENTENCE
+                or after.start - last.end > 3
+                or "\n\n" in text[last.end : after.start]
+                or sum(len(t) for t in shown) + len(after.text) > 240
+            ):
+                break
+            last = after
+            shown.append(after.text)
+        if last is unit:
+            return point
+        space = "" if re.match(r"[\u4e00-\u9fff]", last.text) else " "
+        return point.model_copy(
+            update={
+                "end": last.end,
+                "quote": text[unit.start : last.end],
+                "text": space.join(shown),
+            }
+        )
+
     def _next_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
         units = self._doc_units.get(unit.doc, [])
         index = self._unit_index.get(unit.id)

@@ -510,3 +510,25 @@ def test_each_named_thing_says_its_word_on_the_thing_a_two_part_question_leads_t
         "does Wren build on the same one?"
     )
     assert "llama.cpp" in answer.answer and "Cosmo Libc" in answer.answer, answer.answer
+
+
+def test_a_short_definition_comes_with_the_rest_of_its_paragraph(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Lark is the open-source AI engine." says little alone: the pick's definition brings
+    the sentences after it in its paragraph ("… No GPU required.")."""
+    lark = (
+        "# Lark\n\n[![CI](https://img.shields.io/badge/ci-passing-green)](https://ci.example.org)\n\n"
+        "**Lark** is the open-source AI engine. Run any model - LLMs, vision, voice - on any "
+        "hardware. No GPU required.\n\n## Features\n\n"
+        "- Drop-in API compatibility: OpenAI and Anthropic APIs across every backend\n"
+        "- Any model, any modality: LLMs, vision, voice and image behind one API\n"
+        "- Multi-user ready: API keys and per-user quotas\n"
+    )
+    files = {"lark-README.md": lark, "zephyr-README.md": ZEPHYR}
+    answer = Assistant.open(article_store(tmp_path_factory, files), dense=False).ask(
+        "We want a self-hosted server that is a drop-in for the OpenAI and Anthropic APIs, "
+        "serves voice and image models behind one API, and runs on CPU-only boxes. Which project?"
+    )
+    assert [r.name for r in answer.recommendations][:1] == ["Lark"], answer.answer
+    assert "No GPU required" in answer.answer.split("\n\n")[0], answer.answer
