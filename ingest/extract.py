@@ -140,20 +140,45 @@ def _table(found: DocumentEntities, block: Block) -> None:
         for cell, span in zip(header[1:], spans[1:], strict=False)
     ]
     known = [h for h in head_ids if h is not None and found.type_of(h) in SOLUTION_TYPES]
-    if len(known) >= 2 and len(known) >= (len(header) - 1) / 2:
-        _comparison_table(found, block)
+    named = len(header) >= 3 and all(_NAME_SHAPED.match(c.strip()) for c in header[1:])
+    if (len(known) >= 2 and len(known) >= (len(header) - 1) / 2) or (
+        (known or named) and _feature_matrix(block)
+    ):
+        # "| Feature | Heron | Egret | Ibis |" over rows of ✅ and ❌: the columns are the things
+        # compared (typed like the known ones), the rows their features
+        kind = found.majority_solution_type(known)
+        _comparison_table(found, block, kind if kind != NodeType.CONCEPT else NodeType.FRAMEWORK)
     else:
         _catalogue_table(found, block)
 
 
-def _comparison_table(found: DocumentEntities, block: Block) -> None:
-    """Header = entities, first column = criteria."""
+#: a column title that is a name ("Xinference", "FastChat", "Ray Serve"), not a measure
+_NAME_SHAPED = re.compile(r"^[A-Z][\w.+\-]*(?: [A-Z\d][\w.+\-]*){0,2}$")
+_MARK = re.compile(r"^\W*(?:✅|✔|✓|☑|❌|✗|✘|✖|⛔|yes|no)\W*$", re.I)
+
+
+def _feature_matrix(block: Block) -> bool:
+    """Whether a table's cells past its first column are mostly ✅ and ❌ marks.
+
+    >>> rows = [["Feature", "A", "B"], ["GPU", "✅", "❌"], ["CPU", "✅", "✅"]]
+    >>> _feature_matrix(Block(kind=BlockKind.TABLE, start=0, end=1, text="", rows=rows))
+    True
+    """
+    cells = [c.strip() for row in block.rows[1:] for c in row[1:] if c.strip()]
+    return len(cells) >= 4 and sum(1 for c in cells if _MARK.match(c)) >= 0.6 * len(cells)
+
+
+def _comparison_table(
+    found: DocumentEntities, block: Block, column_type: NodeType = NodeType.FRAMEWORK
+) -> None:
+    """Header = entities (of `column_type` where nothing better is known), first column =
+    criteria."""
     header, head_spans = block.rows[0], block.cell_spans[0]
     subjects = []
     for cell, span in zip(header[1:], head_spans[1:], strict=False):
         ev = found.evidence(*span, block.heading_path)
         parts = split_names(cell)
-        ids = [found.resolve(p, ev, default_type=NodeType.FRAMEWORK) for p in parts] or [None]
+        ids = [found.resolve(p, ev, default_type=column_type) for p in parts] or [None]
         subjects.append([i for i in ids if i is not None])
     for row, spans in zip(block.rows[1:], block.cell_spans[1:], strict=False):
         if not row or not row[0]:

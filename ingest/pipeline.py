@@ -133,8 +133,9 @@ class IngestReport(BaseModel):
 #: Bumped whenever extraction changes what it makes of a document: stores re-extract (embeddings
 #: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence;
 #: 4: a table row carries its group label, and its section title is indexed; 5: a sentence takes
-#: the subject of the one before it within its paragraph only, a pronoun names no situation.
-EXTRACTOR_VERSION = 5
+#: the subject of the one before it within its paragraph only, a pronoun names no situation; 6: a
+#: table of ✅ and ❌ under named columns compares the columns.
+EXTRACTOR_VERSION = 6
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:

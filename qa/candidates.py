@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Set
 
 from ingest.units import stem_text
-from kg.documents import EvidenceUnit
+from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
 from qa.frame import QuestionFrame
 from qa.options import resolve_options
@@ -39,7 +39,7 @@ class CandidateScorer(UnitIndex):
         others weighed, best first."""
         if frame.options:
             options = self.option_candidates(frame, ranked, named)
-            if options:
+            if options or (frame.measured and not frame.choice):
                 return options, []
         wanted = frame.types
         top = ranked[:30]
@@ -268,7 +268,15 @@ class CandidateScorer(UnitIndex):
             )
             return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
 
-        verdicts = resolve_options(options, nodes, pool, frame.text, terms, coverage)
+        verdicts = resolve_options(
+            options,
+            nodes,
+            pool,
+            frame.text,
+            terms,
+            coverage,
+            tables_only=frame.measured and not frame.choice,
+        )
         # "Only A100s. FlashAttention-2 or FlashAttention-3?": the alternative the graph links to
         # the rare hardware asked for comes first
         ids = {v.node for v in verdicts if v.node is not None and v.node in self.graph}
@@ -292,6 +300,17 @@ class CandidateScorer(UnitIndex):
             ):
                 continue
             node = verdict.node if verdict.node in self.graph else None
+            rows = all(u.kind == UnitKind.ROW for u in verdict.units)
+            if (
+                node is not None
+                and rows
+                and not any(
+                    node in (e.source, e.target) for u in verdict.units for e in self.point(u).edges
+                )
+            ):
+                # the table that decides gives it no edge (a README row naming only it): it is
+                # recommended as the name the verbatim row states
+                node = None
             eid = node if node is not None else "value:" + verdict.shown
             out.append((eid, verdict.score, verdict.units))
         return out

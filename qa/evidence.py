@@ -107,7 +107,13 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if rel.relation == RelationType.PART_OF
             }
             tail = second_part(frame.text)
-            told = [r for r in hop(frame.text, bridge, set(named)) if bridge in r.unit.mentions][:3]
+            # what each named thing says of it ("Unsloth credits llama.cpp …; does llamafile
+            # build on the same one?": llamafile's own line on llama.cpp too)
+            told = [
+                r
+                for e in sorted(named)
+                for r in [r for r in hop(frame.text, bridge, {e}) if bridge in r.unit.mentions][:2]
+            ]
             second = told + hop(tail, bridge, parts)[:6]
         picks, fact_paths, conflicts = situational or ([], [], [])
         draft.conflicts = conflicts
@@ -128,7 +134,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 draft.recommendations.append(
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
-        elif frame.choice or bridge is not None:
+        elif frame.choice or frame.measured or bridge is not None:
             ranked_candidates, weighed = self.weigh(frame, named, ranked)
             bridge_type = self.graph.entity(bridge).type if bridge is not None else None
             if bridge is not None and (
@@ -164,7 +170,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
             tail_frame = QuestionFrame.read(second_part(frame.text))
             own = [r for r in second if r.unit.subject not in named]
             told = [r for r in second if r.unit.subject in named]
-            first = [u for _s, u in self.ordered(frame, told)][:1]
+            # the best unit of each named thing that speaks of it
+            by_subject: dict[str | None, EvidenceUnit] = {}
+            for _s, u in self.ordered(frame, told):
+                by_subject.setdefault(u.subject, u)
+            first = list(by_subject.values())[:2]
             first += [u for _s, u in self.ordered(tail_frame, own)][:2]
             first = [u for u in first if (u.doc, u.start) not in shown]
             limit = max(limit, len(first) + 1)
@@ -350,7 +360,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
                     chosen.append(unit)
             weights = self._question_terms(frame)
             points = [
-                self.row_group(u, weights, eid) if u.kind == UnitKind.ROW else self.point(u, eid)
+                self.row_group(u, weights, eid)
+                if u.kind == UnitKind.ROW
+                else self.with_paragraph(u, eid)
+                if u is definition
+                else self.point(u, eid)
                 for u in chosen
             ]
             if not eid.startswith("value:") and not any(
@@ -421,8 +435,14 @@ class EvidenceComposer(CandidateScorer, Answerability):
         ]
         pool = ranked[:30]
         if things:
+            # about the things it names, or about another thing it names in their documents
+            # (CUDA's row of LLaMA-Factory's table when it asks for its CUDA version)
             about = [
-                r for r in pool if r.unit.subject in things or set(things) & set(r.unit.mentions)
+                r
+                for r in pool
+                if r.unit.subject in things
+                or set(things) & set(r.unit.mentions)
+                or (r.unit.subject in named and self._doc_subject.get(r.unit.doc) in things)
             ]
             if about:
                 pool = about
@@ -489,7 +509,12 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 for u in mine
             }
             stating = [u for u in mine if stated[u.id] & kinds or (stated[u.id] and not kinds)]
-            own = [u for u in mine if u.subject == eid]
+            # its own units: about it, or naming it in its own documents
+            own = [
+                u
+                for u in mine
+                if u.subject == eid or (eid in u.mentions and self._doc_subject.get(u.doc) == eid)
+            ]
             naming = [u for u in mine if eid in u.mentions]
             for unit in (stating or own or naming)[:1]:
                 docs_named.append(unit.doc)

@@ -91,6 +91,12 @@ _DIFFERENCE = re.compile(
     re.I,
 )
 #: a question that asks something of each thing it names
+#: quantities a table of measurements compares
+_MEASURE = re.compile(
+    r"speed|fast|slow|throughput|tokens? per second|tokens?/s|t/s|latency|memory|vram|"
+    r"速度|吞吐|延迟|显存|内存",
+    re.I,
+)
 _EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
 _BARE_PICK = re.compile(r"^\W*(?:which(?: one)?|选?哪(?:个|一个|款|种))\W*$", re.I)
@@ -233,6 +239,9 @@ def question_options(text: str) -> list[Option]:
     ['ExLlamaV2', 'llamafile']
     >>> [o.text for o in question_options("GPU 镜像有 devel 和 runtime 两种标签，建议用哪一个？")]
     ['devel', 'runtime']
+    >>> asked = "How does CTranslate2 compare with running the model in OpenNMT-py itself?"
+    >>> [o.text for o in question_options(asked)]
+    ['CTranslate2', 'OpenNMT-py']
     """
     tail = r"(?:\s(?:[A-Z\d][\w.+\-]*|Ti|Pro|Max|v\d[\w.]*))*"
     word = r"[A-Za-z][\w.+\-]*" + tail
@@ -241,6 +250,9 @@ def question_options(text: str) -> list[Option]:
         rf"(?i:between)\s+(?:the\s+)?(?P<a>{word})\s+and\s+(?:the\s+)?(?P<b>{word})",
         rf"(?P<a>{name})\s*,?\s+(?:or|vs\.?|versus)\s+(?:an?\s+|the\s+)?(?P<b>{name})",
         rf"(?<![A-Za-z])(?P<a>{word})\s*(?:还是|和|与|或|、)\s*(?P<b>{word})",
+        # "how does A compare with (running the same model in) B": B is the next name
+        rf"(?P<a>{name})\s+compares?\s+(?:to|with|against)\s+(?:[a-z][\w\-]*\s+){{0,8}}?"
+        r"(?P<b>(?<![\w.\-])[A-Z][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)",
     ]
     for pattern in patterns:
         m = re.search(pattern, text)
@@ -301,6 +313,9 @@ class QuestionFrame:
     asking_sentence: tuple[int, int] = (0, 0)
     #: it asks who, which setting, or a value of each thing: a fact, whatever else it says
     asks_fact: bool = False
+    #: "how does A compare with B in tokens per second and memory?": two options told apart by
+    #: quantities, which a table of measurements decides (and nothing else does)
+    measured: bool = False
 
     @classmethod
     def read(cls, question: str) -> QuestionFrame:
@@ -317,6 +332,11 @@ class QuestionFrame:
         False
         >>> QuestionFrame.read("JAX 在原生 Windows 和 WSL2 上的 GPU 支持有什么区别？").choice
         False
+        >>> [o.start for o in QuestionFrame.read("A1 和 B2 比，在部署上谁更好？").options]
+        [0, 5]
+        >>> frame = QuestionFrame.read("How does A1 compare with B2 in tokens per second?")
+        >>> frame.choice, frame.measured, [o.text for o in frame.options]
+        (False, True, ['A1', 'B2'])
         >>> frame = QuestionFrame.read("X 致谢的训练框架是哪个？Y 能不能把它作为后端？")
         >>> frame.choice, sorted(t.value for t in frame.types)
         (True, ['Framework'])
@@ -333,6 +353,7 @@ class QuestionFrame:
             ),
         )
         asked = text[asking[0] : asking[1]]
+        sentence_start = asking[0]  # `asking` may narrow to a clause below; `asked` does not
         clauses = [m.span() for m in _CLAUSE.finditer(asked)]
         if len(clauses) > 1 and re.search(r"[\u4e00-\u9fff]", asked):
             # a Chinese sentence strings its clauses with commas: the asking one holds the cue
@@ -352,7 +373,7 @@ class QuestionFrame:
             for o in question_options(asked)
             if not re.search(r"[(（][^)）]*$", asked[: max(0, o.start)])  # not inside (...)
         ]
-        options = [Option(o.text, o.start + asking[0]) for o in options]
+        options = [Option(o.text, o.start + sentence_start) for o in options]
         cue = bool(_CHOICE.search(asked))
         yes_no = bool(_YES_NO.search(asked))
         # "Is FSDP still recommended?" asks about what it names, not for something to pick;
@@ -384,4 +405,5 @@ class QuestionFrame:
             quantity=quantity_asked(text),
             asking_sentence=asking,
             asks_fact=who or each or (asks_setting(text) and not types),
+            measured=bool(options) and differ and bool(_MEASURE.search(asked)),
         )

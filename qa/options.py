@@ -65,8 +65,19 @@ def _core(text: str) -> str:
 
 
 def _names(cell: str, core: str) -> bool:
+    """Whether a cell names an option: all of it, its end ("RTX 4090" for "4090"), or its first
+    word ("CTranslate2 3.6.0" for "CTranslate2").
+
+    >>> _names("CTranslate2 3.6.0", "ctranslate2"), _names("OpenNMT-py 3.0.4", "opennmtpy")
+    (True, True)
+    >>> _names("llamafile 0.8", "llama")
+    False
+    """
     cell_norm = normalize_name(cell)
-    return bool(cell_norm) and (cell_norm == core or (len(core) >= 3 and cell_norm.endswith(core)))
+    first = normalize_name(cell.split()[0]) if cell.split() else ""
+    return bool(cell_norm) and (
+        cell_norm == core or (len(core) >= 3 and (cell_norm.endswith(core) or first == core))
+    )
 
 
 def _value(cell: str) -> float | None:
@@ -83,21 +94,50 @@ def _direction(question: str) -> int:
     return 0
 
 
-def _column_for(header: list[str], question: str) -> int | None:
-    """The column of the quantity a question asks about (memory, speed)."""
-    wants_memory = bool(_MEMORY.search(question))
-    wants_speed = bool(_SPEED.search(question))
-    for index, title in enumerate(header):
-        if wants_memory and _MEMORY.search(title):
-            return index
-    for index, title in enumerate(header):
-        if wants_speed and _SPEED.search(title):
-            return index
-    return None
+_QUALIFIED = {
+    # a quantity the question qualifies with a comparative: "less peak memory", "显存更少", "faster"
+    "memory": re.compile(
+        r"(?:less|lower|fewer|smaller|least|lowest|more|higher|most)\W+(?:[\w\-]+\W+){0,2}?"
+        r"(?:memory|vram)|(?:显存|内存)\S{0,3}?(?:少|低|小|多|高)|省\S{0,2}(?:显存|内存)",
+        re.I,
+    ),
+    "speed": re.compile(
+        r"faster|fastest|quicker|slower|more throughput|higher throughput|更快|最快|速度更|吞吐更",
+        re.I,
+    ),
+}
+
+
+def _columns_for(header: list[str], question: str) -> list[tuple[int, int]]:
+    """The columns of the quantities a question asks about (memory, speed), each with the way
+    it is better (more tokens per second, less memory). A quantity the question qualifies
+    ("which needs less memory, and what happens to throughput?") decides alone.
+
+    >>> head = ["", "Tokens per second", "Max. memory", "BLEU"]
+    >>> _columns_for(head, "How do they compare in tokens/s and memory?")
+    [(2, -1), (1, 1)]
+    >>> _columns_for(head, "Which needs less peak memory, and what happens to throughput?")
+    [(2, -1)]
+    """
+    wanted = [
+        ("memory", _MEMORY, -1, bool(_MEMORY.search(question))),
+        ("speed", _SPEED, 1, bool(_SPEED.search(question))),
+    ]
+    qualified = {q for q, pattern in _QUALIFIED.items() if pattern.search(question)}
+    out: list[tuple[int, int]] = []
+    for quantity, pattern, way, asked in wanted:
+        if not asked or (qualified and quantity not in qualified):
+            continue
+        index = next((i for i, t in enumerate(header) if pattern.search(t)), None)
+        if index is not None and all(index != i for i, _w in out):
+            out.append((index, way))
+    return out
 
 
 def _overlap(unit: EvidenceUnit, terms: Sequence[str]) -> int:
-    text = normalize_name(" ".join([unit.text, *unit.header]))
+    """How many of the question's other words a unit has, with its table's header and the
+    section and row-group labels above it ("CPU", "OpenNMT-py WMT14 model")."""
+    text = normalize_name(" ".join([unit.text, *unit.header, unit.context]))
     return sum(1 for t in terms if t and t in text)
 
 
@@ -147,19 +187,32 @@ def _tables(
             if any(_names(cell, core) for cell in row.cells):
                 slots = by_table.setdefault(tuple(row.header), [[] for _ in cores])
                 slots[k].append(row)
+    tables: list[tuple[int, list[EvidenceUnit], list[tuple[int, list[float | None]]]]] = []
     for header, slots in by_table.items():
-        if not all(slots) or not direction:
-            continue
-        column = _column_for(list(header), question)
-        if column is None:
+        asked = _columns_for(list(header), question)
+        if not all(slots) or not asked:
             continue
         picked = [max(s, key=lambda r: _overlap(r, terms)) for s in slots]
-        values = [_value(r.cells[column]) if column < len(r.cells) else None for r in picked]
-        if any(x is None for x in values):
-            continue
-        best = (max if direction > 0 else min)(range(len(values)), key=lambda k: values[k] or 0.0)
-        for k, (v, r) in enumerate(zip(verdicts, picked, strict=True)):
-            v.score += 10.0 if k == best else 0.0
+        table_values: list[tuple[int, list[float | None]]] = []
+        for column, way in asked:
+            values = [_value(r.cells[column]) if column < len(r.cells) else None for r in picked]
+            if all(x is not None for x in values):
+                table_values.append((way, values))
+        if table_values:
+            # the section above it counts most ("On CPU": the CPU benchmark's table, whose
+            # neighbour has a "Max. CPU memory" column too)
+            said = sum(_overlap(r, terms) for r in picked)
+            above = normalize_name(" ".join([*picked[0].heading_path[-1:], picked[0].context]))
+            said += 2 * sum(1 for t in terms if t and t in above)
+            tables.append((said, picked, table_values))
+    if tables:
+        # the table the question's other words select ("On CPU": the CPU benchmark's); each
+        # quantity asked is a vote for the option that does better on it
+        _o, picked, table_values = max(tables, key=lambda t: t[0])
+        for way, values in table_values:
+            best = (max if way > 0 else min)(range(len(values)), key=lambda k: values[k] or 0.0)
+            verdicts[best].score += 10.0
+        for v, r in zip(verdicts, picked, strict=True):
             v.units = [r]
         return True
     return False
@@ -195,12 +248,18 @@ def resolve_options(
     question: str,
     terms: Sequence[str],
     coverage: Callable[[int], tuple[float, list[EvidenceUnit]]],
+    tables_only: bool = False,
 ) -> list[OptionVerdict]:
     """The alternatives, best first (see the module docstring). `terms` are the question's other
-    words (normalised); `coverage(k)` scores option k by its own units and returns them."""
+    words (normalised); `coverage(k)` scores option k by its own units and returns them. With
+    `tables_only` ("how does A compare with B in speed?") only a table decides: otherwise every
+    verdict is left without units."""
     verdicts = [OptionVerdict(o, n, shown=o.text) for o, n in zip(options, nodes, strict=True)]
     rows = [u for u in pool if u.kind == UnitKind.ROW]
-    if not _tables(verdicts, rows, question, terms):
+    decided = _tables(verdicts, rows, question, terms)
+    if tables_only and not decided:
+        return [OptionVerdict(o, n, shown=o.text) for o, n in zip(options, nodes, strict=True)]
+    if not decided:
         _cues(verdicts, pool, terms)
         for k, verdict in enumerate(verdicts):
             score, units = coverage(k)

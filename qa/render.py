@@ -182,6 +182,17 @@ def _where(doc: str, heading: str) -> str:
     return f"{doc} · {_clipped(heading, 32)}" if heading else doc
 
 
+def _reason(points: list[DraftPoint]) -> str:
+    """A recommendation's reason: its first point as shown, a row with its table's header (the
+    "4090" column a value recommendation names)."""
+    if not points:
+        return ""
+    point = points[0]
+    if point.context and point.context not in point.text:
+        return f"{point.context}: {point.text}"[:200]
+    return point.text[:200]
+
+
 def _point_line(
     graph: KnowledgeGraph, point: DraftPoint, lang: str, limit: int = 260, quoted: bool = True
 ) -> str:
@@ -304,9 +315,7 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
                 line = show(backed, 120, quoted=not again)
                 lines.append(f"- {words['also']} **{rec.name}**{' ' if again else colon}{line}")
         recommendations = [
-            Recommendation(
-                id=rec.id, name=rec.name, reason=rec.points[0].text[:200] if rec.points else ""
-            )
+            Recommendation(id=rec.id, name=rec.name, reason=_reason(rec.points))
             for rec in draft.recommendations
         ]
     for title, points in ((words["facts"], draft.facts), (words["caveats"], draft.caveats)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
@@ -16,7 +17,7 @@ from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text, units_text_norm
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
-from kg.schema import Evidence, NodeType, Relation, RelationType
+from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
 from qa.frame import QuestionFrame
 from qa.schema import (
     DraftPoint,
@@ -49,7 +50,9 @@ SOFTWARE = frozenset(
 
 
 _DEFINES = re.compile(
-    r"\s*(?:[（(][^）)]*[）)])?\s*(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
+    # after the name: a version ("Keras 3 is a …"), a parenthesis, then the defining verb
+    r"\s*(?:v?\d+(?:\.\d+)*\s+)?(?:[（(][^）)]*[）)])?\s*"
+    r"(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
     r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
     re.I,
 )
@@ -62,6 +65,7 @@ class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
 
     def __init__(self, graph: KnowledgeGraph) -> None:
         self._made: dict[tuple[str, int], list[PathEdge]] = {}
+        self._starts: dict[str, list[int]] | None = None  # made when first asked for
         self._lock = threading.Lock()
         raw: dict[tuple[str, int], list[tuple[Relation, Evidence]]] = defaultdict(list)
         for rel in graph.relations():
@@ -89,6 +93,19 @@ class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
         """The edges at `key`, else `default`, without raising and catching a KeyError (most
         units are the evidence of no edge, and answering asks of thousands of them)."""
         return self[key] if key in self._raw else default
+
+    def within(self, doc: str, start: int, end: int) -> list[PathEdge]:
+        """The edges whose evidence lies in `doc[start:end]` (a table row's cells), in order."""
+        if self._starts is None:
+            by_doc: dict[str, list[int]] = defaultdict(list)
+            for d, at in self._raw:
+                by_doc[d].append(at)
+            self._starts = {d: sorted(v) for d, v in by_doc.items()}
+        starts = self._starts.get(doc, [])
+        out: list[PathEdge] = []
+        for at in starts[bisect_left(starts, start) : bisect_left(starts, end)]:
+            out += [e for e in self[(doc, at)] if e.evidence[0].end <= end]
+        return out
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return iter(self._raw)
@@ -118,6 +135,7 @@ class UnitIndex:
         self._tokens: dict[str, frozenset[str]] = {}
         self._widths: dict[str, int] = {}
         self._parents: dict[str, str | None] = {}
+        self._titles: dict[str, frozenset[str]] = {}
         self._unit_at = {(u.doc, u.start): u for u in search.units}
         self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
         self._unit_index: dict[str, int] = {}
@@ -143,6 +161,13 @@ class UnitIndex:
             if tokens is None:
                 tokens = frozenset(self.search.tokenize(unit_index_text(unit)))
             self._tokens[unit.id] = tokens
+        return tokens
+
+    def _title_tokens(self, title: str) -> frozenset[str]:
+        tokens = self._titles.get(title)
+        if tokens is None:
+            tokens = frozenset(self.search.tokenize(stem_text(title)))
+            self._titles[title] = tokens
         return tokens
 
     def _question_terms(
@@ -247,6 +272,9 @@ class UnitIndex:
         verbatim span."""
         edges = self._edges.get((unit.doc, unit.start), [])
         edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
+        if not edges and unit.kind == UnitKind.ROW:
+            # a row's edges cite its cells ("QLoRA | 7.4 GiB": QLoRA's peak memory)
+            edges = self._edges.within(unit.doc, unit.start, unit.end)
         ordered = sorted(
             edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation))
         )
@@ -306,16 +334,29 @@ class UnitIndex:
             for u in self._doc_units.get(row.doc, [])
             if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
         ]
+
+        own_names = (
+            [normalize_name(n) for n in self.names_of(prefer)]
+            if prefer and prefer in self.graph
+            else []
+        )
+
+        def said(u: EvidenceUnit) -> float:
+            # its own label counts twice: "OpenNMT-py 3.0.4" beside CTranslate2's row when the
+            # question names both, before the rows that share their group's label
+            label = set(self.search.tokenize(stem_text(u.cells[0]))) if u.cells else set()
+            tokens = self._unit_tokens(u)
+            score = sum(w * (1 + (t in label)) for t, w in terms.items() if t in tokens)
+            # the row of the thing recommended comes first: the benchmark's "CTranslate2 3.6.0"
+            # row beside the frameworks the question compares it with (before its variants)
+            if prefer and u.subject == prefer:
+                head = normalize_name(u.cells[0]) if u.cells else ""
+                named = any(n and n in head for n in own_names)
+                score += sum(terms.values()) * (1.0 if named else 0.5)
+            return score
+
         scored = sorted(
-            (
-                (
-                    sum(w for t, w in terms.items() if t in self._unit_tokens(u)),
-                    -abs(u.start - row.start),
-                    u,
-                )
-                for u in siblings
-                if u.id != row.id
-            ),
+            ((said(u), -abs(u.start - row.start), u) for u in siblings if u.id != row.id),
             key=lambda t: (-t[0], -t[1]),
         )
         rows = [row, *[u for score, _d, u in scored if score > 0][: limit - 1]]
@@ -323,6 +364,12 @@ class UnitIndex:
             return self.point(row, prefer)
         rows.sort(key=lambda u: u.start)
         point = self.point(row, prefer)
+        # the edges the other rows are evidence of too, when the chosen row's are not of
+        # `prefer` (a feature matrix's rows: Xinference's CPU support beside its clustering)
+        edges = list(point.edges)
+        if prefer is not None and not any(prefer in (e.source, e.target) for e in edges):
+            others = [e for u in rows if u.id != row.id for e in self.point(u, prefer).edges]
+            edges = [e for e in others if prefer in (e.source, e.target)][:1] + edges
         start, end = rows[0].start, rows[-1].end
         return point.model_copy(
             update={
@@ -330,6 +377,39 @@ class UnitIndex:
                 "end": end,
                 "quote": self.documents[row.doc][start:end],
                 "text": "; ".join(u.text for u in rows),
+                "edges": edges[:2],
+            }
+        )
+
+    def with_paragraph(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
+        """A short sentence as a point with the sentences after it in its paragraph, up to about
+        two hundred characters: "LocalAI is the open-source AI engine." says little alone; "…
+        Run any model … on any hardware. No GPU required." is what it is."""
+        point = self.point(unit, prefer)
+        if unit.kind != UnitKind.SENTENCE or text_width(unit.text) >= 60:
+            return point
+        text = self.documents[unit.doc]
+        last, shown = unit, [unit.text]
+        while sum(len(t) for t in shown) < 200:
+            after = self._next_unit(last)
+            if (
+                after is None
+                or after.kind != UnitKind.SENTENCE
+                or after.start - last.end > 3
+                or "\n\n" in text[last.end : after.start]
+                or sum(len(t) for t in shown) + len(after.text) > 240
+            ):
+                break
+            last = after
+            shown.append(after.text)
+        if last is unit:
+            return point
+        space = "" if re.match(r"[\u4e00-\u9fff]", last.text) else " "
+        return point.model_copy(
+            update={
+                "end": last.end,
+                "quote": text[unit.start : last.end],
+                "text": space.join(shown),
             }
         )
 
@@ -359,12 +439,19 @@ class UnitIndex:
         half the lowest retrieved score: they compete on relevance to the question alone."""
         seen = {r.unit.id for r in ranked}
         floor = min((r.score for r in ranked), default=1.0) * 0.5
-        extra = [
-            RankedUnit(u, floor, 0.0, 0.0, False)
-            for eid in entities
-            for u in self.search.by_subject.get(eid, [])[:400]
-            if u.id not in seen and u.kind != UnitKind.CODE
-        ]
+        extra = []
+        for eid in entities:
+            # its units, and the units of its own documents that name it under another
+            # subject ("MindSpore则采用的是代码变换法" in the section on automatic differentiation)
+            named = [
+                u
+                for u in self.search.by_mention.get(eid, [])
+                if u.subject != eid and self._doc_subject.get(u.doc) == eid
+            ]
+            for u in [*self.search.by_subject.get(eid, [])[:400], *named[:100]]:
+                if u.id not in seen and u.kind != UnitKind.CODE:
+                    seen.add(u.id)
+                    extra.append(RankedUnit(u, floor, 0.0, 0.0, False))
         return [*ranked, *extra]
 
     def _touches(self, unit: EvidenceUnit, eid: str) -> bool:
@@ -403,8 +490,14 @@ class UnitIndex:
         """`relevance` with the question's terms weighed (`_weighed_terms`) once for a pool."""
         # the terms the unit has, added up in the weights' order: the same sum, to the bit, as
         # going through every term (a unit has few of them)
-        found = sorted(terms[t] for t in self._unit_tokens(unit).intersection(terms))
+        tokens = self._unit_tokens(unit)
+        found = sorted(terms[t] for t in tokens.intersection(terms))
         score = sum(weighed for _at, weighed in found)
+        if unit.heading_path and unit.kind != UnitKind.HEADING:
+            # a sentence under "### 自动微分" speaks of automatic differentiation: its section's
+            # words count, at half weight (a title's words are every unit's under it)
+            title = self._title_tokens(unit.heading_path[-1]).intersection(terms) - tokens
+            score += 0.5 * sum(weighed for _at, weighed in sorted(terms[t] for t in title))
         if unit.kind == UnitKind.HEADING:
             score *= 0.3
         elif unit.kind != UnitKind.ROW and not states_asked and self._width(unit) < 25:

@@ -122,12 +122,11 @@ class CitationVerifier:
         recommendations = []
         for rec in draft.recommendations:
             kept = points(rec.points)
-            # a graph entity at an end of a kept edge (a verified path), or a value a kept,
-            # cited quote states ("runtime", a table's "4090")
+            # a graph entity at an end of a kept edge (a verified path), or a value a kept
+            # verbatim quote states ("runtime", a table row under its "4090" column)
             if rec.id.startswith("value:"):
                 backed = any(
-                    p.edges
-                    and normalize_name(rec.name) in normalize_name(p.quote + " " + p.context)
+                    normalize_name(rec.name) in normalize_name(p.quote + " " + p.context)
                     for p in kept
                 )
             else:

@@ -59,8 +59,10 @@ def grounding_problems(answer: Answer, edges: Edges, documents: dict[str, str]) 
         " ", " ".join(ev.quote for c in answer.citations for e in c.path for ev in e.evidence)
     )
     for r in answer.recommendations:
-        if r.id.startswith("value:"):  # an option the question names, stated by a cited quote
-            if r.name.casefold() not in quotes.casefold():
+        if r.id.startswith("value:"):
+            # an option the question names (a table's "4090" column), stated by a cited quote
+            # or by the quote its reason shows
+            if r.name.casefold() not in f"{quotes} {r.reason}".casefold():
                 problems.append(f"{r.name} is recommended but no cited quote states it")
         elif r.id not in cited:
             problems.append(f"{r.id} is recommended but is no end of a cited edge")

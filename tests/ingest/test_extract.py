@@ -350,3 +350,29 @@ def test_a_pronoun_names_no_situation(text: str, lexicon: Lexicon) -> None:
     extraction = extract_document(doc, parse_blocks(doc), lexicon)
     names = {e.name for e in extraction.entities}
     assert not names & {"把它", "它", "this", "it"}, names
+
+
+def test_a_table_of_marks_under_named_columns_compares_the_columns(lexicon: Lexicon) -> None:
+    """ "| Feature | Heron | Egret | Ibis |" over rows of ✅ and ❌ (names no lexicon knows): the
+    columns become the things compared, each with the rows as its properties, not criteria
+    named Heron and Egret."""
+    text = (
+        "# 推理框架对比\n\n## 功能\n\n"
+        "| Feature | Heron | Egret | Ibis |\n| --- | --- | --- | --- |\n"
+        "| 分布式集群部署 | ✅ | ❌ | ✅ |\n| 文本嵌入模型 | ✅ | ❌ | ❌ |\n"
+        "| 图像模型 | ✅ | ✅ | ❌ |\n"
+    )
+    doc = Document.from_text("compare.md", text)
+    extraction = extract_document(doc, parse_blocks(doc), lexicon)
+    types = {e.id: e.type for e in extraction.entities}
+    assert not any(
+        t == NodeType.CRITERION and normalize_name(eid.split(":", 1)[1]) in {"heron", "egret"}
+        for eid, t in types.items()
+    ), types
+    properties = {
+        (r.source.split(":", 1)[1], r.target.split(":", 1)[1], r.value)
+        for r in extraction.relations
+        if r.relation == RelationType.HAS_PROPERTY
+    }
+    assert ("heron", "文本嵌入模型", "✅") in properties, properties
+    assert ("egret", "文本嵌入模型", "❌") in properties, properties

@@ -378,3 +378,157 @@ def test_asking_how_two_things_differ_recommends_neither(
     answer = assistant.ask(question)
     assert answer.recommendations == [], answer.answer
     assert "Windows is not supported" in answer.answer, answer.answer
+
+
+KESTREL = (
+    "# Kestrel\n\nKestrel 是一个大模型微调工具，支持 LoRA 和 QLoRA。\n\n"
+    "## 安装\n\n您需要安装特定版本的 transformers 以使用 Kestrel 的新模型。\n\n"
+    "我们推荐使用下述命令登录您的 Hugging Face 账户以下载 Kestrel 的数据集。\n\n"
+    "如果您无法使用 Kestrel 的最新功能，请尝试重新拉取代码并再次安装 Kestrel。\n\n"
+    "Kestrel 的每个版本都会在更新日志中列出新支持的模型。\n\n"
+    "旧版本的 Kestrel 配置文件可以直接用于新版本。\n\n"
+    "Kestrel 的版本号遵循语义化版本规范。\n\n"
+    "## 软硬件依赖\n\n"
+    "| 必需项 | 至少 | 推荐 |\n|---|---|---|\n"
+    "| python | 3.9 | 3.11 |\n| torch | 2.0.0 | 2.4.0 |\n| transformers | 4.41.2 | 4.45.0 |\n"
+    "| datasets | 2.16.0 | 3.2.0 |\n| peft | 0.11.1 | 0.12.0 |\n\n"
+    "| 可选项 | 至少 | 推荐 |\n|---|---|---|\n"
+    "| CUDA | 11.6 | 12.1 |\n| deepspeed | 0.10.0 | 0.16.4 |\n| flash-attn | 2.5.6 | 2.7.2 |\n"
+)
+
+
+def test_a_row_about_another_named_thing_answers_for_the_thing_asked_about(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Which CUDA and torch versions does Kestrel need?": the row of Kestrel's table
+    whose subject is CUDA answers too, though the question is about Kestrel (facts are drawn
+    from the units about any thing the question names, not only the choosable ones)."""
+    files = {"kestrel-README_zh.md": KESTREL, "zephyr-README.md": ZEPHYR}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask("Kestrel 需要的 CUDA 和 torch 版本分别是多少？")
+    assert "12.1" in answer.answer and "2.4.0" in answer.answer, answer.answer
+
+
+def test_a_definition_that_names_a_version_is_the_definition(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Kite 3 is a multi-backend framework …" defines Kite, version and all: it is the pick's
+    first reason."""
+    kite = (
+        "# Kite 3\n\n[![PyPI](https://img.shields.io/pypi/v/kite.svg)](https://pypi.org/p/kite)\n\n"
+        "Kite 3 is a multi-backend deep learning framework, with support for JAX and PyTorch.\n\n"
+        "## Why Kite\n\n"
+        "- Run your Kite workflows on top of JAX or PyTorch and switch when you like.\n"
+        "- Kite models can be trained in a loop written in native JAX or PyTorch.\n"
+        "- Kite avoids framework lock-in for your JAX or PyTorch code.\n"
+    )
+    store = article_store(tmp_path_factory, {"kite-README.md": kite, "zephyr-README.md": ZEPHYR})
+    answer = Assistant.open(store, dense=False).ask(
+        "I want to write my model once and switch between JAX and PyTorch later. Which "
+        "high-level framework?"
+    )
+    assert [r.name for r in answer.recommendations][:1] == ["Kite"], answer.answer
+    assert "multi-backend" in answer.answer.split("\n\n")[0], answer.answer
+
+
+MANTIS = """# Mantis
+
+[English](README.md) | 简体中文
+
+Mantis是一种适用于端边云场景的新型开源深度学习训练框架。
+
+查看Mantis如何进行开放治理。
+
+Mantis支持在GPU和CPU上训练。
+
+Mantis提供Python接口和C++接口。
+
+### 自动微分
+
+当前主流深度学习框架中有两种自动微分技术：操作符重载法和代码变换法。
+
+Mantis则采用的是代码变换法。它支持自动控制流的自动微分。
+
+## 安装
+
+请参考[安装指南](https://example.org/install)。
+"""
+
+GECKO = """# Gecko
+
+Gecko is a Python deep learning framework with a tape-based automatic differentiation engine.
+
+## Why Gecko
+
+- Gecko uses reverse-mode automatic differentiation: it records a tape of operations and
+  replays it backwards.
+- See the [docs](https://gecko.example.org) for more.
+"""
+
+
+def test_a_thing_is_answered_for_by_its_own_documents_sentences_under_the_asked_section(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """An English question about a Chinese README: the sentence of Mantis's own README that
+    names it in the section on automatic differentiation ("Mantis则采用的是代码变换法", whose
+    subject is the technique) answers for Mantis, not a line about Mantis that says nothing of
+    the question."""
+    files = {"mantis-README_CN.md": MANTIS, "gecko-README.md": GECKO}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask(
+        "How do Gecko and Mantis differ in the way they implement automatic differentiation?"
+    )
+    assert "代码变换法" in answer.answer, answer.answer
+    assert "开放治理" not in answer.answer, answer.answer
+
+
+def test_each_named_thing_says_its_word_on_the_thing_a_two_part_question_leads_to(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Heron credits one library…; does Wren build on the same one?": the answer follows
+    Heron to llama.cpp and shows Wren's own line on llama.cpp too, not only Heron's."""
+    heron = (
+        "# Heron\n\nHeron is a tool to fine-tune LLMs on one GPU. See the [docs](https://h.io).\n\n"
+        "## Export\n\n- Heron saves models as GGUF files for running with llama.cpp.\n"
+        "- Heron builds its own llama.cpp when it installs, for running saved models.\n"
+        "- Heron runs saved models with llama.cpp or Ollama.\n\n"
+        "## Thank you\n\n- The llama.cpp library that lets users run and save models with Heron\n"
+        "- The Hugging Face team for their datasets\n"
+    )
+    wren = (
+        "# Wren\n\nWren lets you distribute and run LLMs with a single file. "
+        "We do that by combining [llama.cpp](https://g.io/l) with [Cosmo Libc](https://g.io/c) "
+        "into one framework.\n\n## Build\n\n"
+        "If Wren detects the CUDA SDK, Wren will build a faster DLL.\n\n"
+        "If you use zsh and have trouble running Wren, try saying sh -c ./wren.\n\n"
+        "To build Wren from source, run make in the checkout.\n"
+    )
+    files = {"heron-README.md": heron, "wren-README.md": wren}
+    assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
+    answer = assistant.ask(
+        "Heron credits one C++ library for running and saving models. Which library is it, and "
+        "does Wren build on the same one?"
+    )
+    assert "llama.cpp" in answer.answer and "Cosmo Libc" in answer.answer, answer.answer
+
+
+def test_a_short_definition_comes_with_the_rest_of_its_paragraph(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "Lark is the open-source AI engine." says little alone: the pick's definition brings
+    the sentences after it in its paragraph ("… No GPU required.")."""
+    lark = (
+        "# Lark\n\n[![CI](https://img.shields.io/badge/ci-passing-green)](https://ci.example.org)\n\n"
+        "**Lark** is the open-source AI engine. Run any model - LLMs, vision, voice - on any "
+        "hardware. No GPU required.\n\n## Features\n\n"
+        "- Drop-in API compatibility: OpenAI and Anthropic APIs across every backend\n"
+        "- Any model, any modality: LLMs, vision, voice and image behind one API\n"
+        "- Multi-user ready: API keys and per-user quotas\n"
+    )
+    files = {"lark-README.md": lark, "zephyr-README.md": ZEPHYR}
+    answer = Assistant.open(article_store(tmp_path_factory, files), dense=False).ask(
+        "We want a self-hosted server that is a drop-in for the OpenAI and Anthropic APIs, "
+        "serves voice and image models behind one API, and runs on CPU-only boxes. Which project?"
+    )
+    assert [r.name for r in answer.recommendations][:1] == ["Lark"], answer.answer
+    assert "No GPU required" in answer.answer.split("\n\n")[0], answer.answer

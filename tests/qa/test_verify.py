@@ -247,6 +247,24 @@ def test_a_recommendation_left_without_a_point_is_not_recommended(
 
 
 @pytest.mark.parametrize(
+    ("quote", "kept"),
+    [("ONNX 模型在 NVIDIA GPU 上交给 TensorRT。", True), ("JAX 依赖 XLA 编译。", False)],
+)
+def test_a_value_is_recommended_on_a_verbatim_quote_that_states_it(
+    verifier: CitationVerifier, quote: str, kept: bool
+) -> None:
+    """A value (a table's "4090" column) is no graph entity and has no path: the verbatim quote
+    that states it backs it, with or without an edge; a quote that does not state it does not."""
+    draft = _draft(
+        recommendations=[
+            DraftRecommendation(id="value:TensorRT", name="TensorRT", points=[_point(quote)])
+        ]
+    )
+    answer = render_draft(verifier.verify_draft(draft)[0], verifier.graph)
+    assert [r.name for r in answer.recommendations] == (["TensorRT"] if kept else [])
+
+
+@pytest.mark.parametrize(
     ("prose", "kept"),
     [
         ("推荐 PyTorch，复现论文最常用。", True),
