@@ -90,13 +90,13 @@ _DIFFERENCE = re.compile(
     r"\bhow (?:do|does) .{1,60}? compare\b",
     re.I,
 )
-#: a question that asks something of each thing it names
 #: quantities a table of measurements compares
 _MEASURE = re.compile(
     r"speed|fast|slow|throughput|tokens? per second|tokens?/s|t/s|latency|memory|vram|"
     r"速度|吞吐|延迟|显存|内存",
     re.I,
 )
+#: a question that asks something of each thing it names
 _EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
 _BARE_PICK = re.compile(r"^\W*(?:which(?: one)?|选?哪(?:个|一个|款|种))\W*$", re.I)

@@ -164,6 +164,7 @@ class UnitIndex:
         return tokens
 
     def _title_tokens(self, title: str) -> frozenset[str]:
+        """A section title's index tokens, remembered (a large corpus repeats its titles)."""
         tokens = self._titles.get(title)
         if tokens is None:
             tokens = frozenset(self.search.tokenize(stem_text(title)))
