@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from kg.schema import NodeType
 
 __all__ = [
+    "MEMORY_WORDS",
     "PICK_VERBS",
+    "SPEED_WORDS",
     "Option",
     "QuestionFrame",
     "asked_types",
@@ -90,12 +92,9 @@ _DIFFERENCE = re.compile(
     r"\bhow (?:do|does) .{1,60}? compare\b",
     re.I,
 )
-#: quantities a table of measurements compares
-_MEASURE = re.compile(
-    r"speed|fast|slow|throughput|tokens? per second|tokens?/s|t/s|latency|memory|vram|"
-    r"速度|吞吐|延迟|显存|内存",
-    re.I,
-)
+#: the quantities a table of measurements compares: memory, and speed
+MEMORY_WORDS = re.compile(r"memory|vram|\bgi?b\b|显存|内存", re.I)
+SPEED_WORDS = re.compile(r"speed|fast|throughput|tokens?|t/s|tok/s|速度|吞吐|快", re.I)
 #: a question that asks something of each thing it names
 _EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
@@ -405,5 +404,7 @@ class QuestionFrame:
             quantity=quantity_asked(text),
             asking_sentence=asking,
             asks_fact=who or each or (asks_setting(text) and not types),
-            measured=bool(options) and differ and bool(_MEASURE.search(asked)),
+            measured=bool(options)
+            and differ
+            and bool(MEMORY_WORDS.search(asked) or SPEED_WORDS.search(asked)),
         )

@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import normalize_name
-from qa.frame import Option
+from qa.frame import MEMORY_WORDS, SPEED_WORDS, Option
 
 __all__ = ["OptionVerdict", "resolve_options"]
 
 _MORE = re.compile(r"faster|quicker|more|higher|better|larger|快|高|多|强", re.I)
 _LESS = re.compile(r"less|lower|fewer|smaller|least|cheaper|少|低|省|小", re.I)
-_MEMORY = re.compile(r"memory|vram|\bgi?b\b|显存|内存", re.I)
-_SPEED = re.compile(r"speed|fast|throughput|tokens?|t/s|tok/s|速度|吞吐|快", re.I)
 _POSITIVE = re.compile(
     r"recommend|strongly suggest|\bbest\b|fastest|\boften\b|prefer|建议|推荐|首选|最快|✅|✔",
     re.I,
@@ -120,8 +118,8 @@ def _columns_for(header: list[str], question: str) -> list[tuple[int, int]]:
     [(2, -1)]
     """
     wanted = [
-        ("memory", _MEMORY, -1, bool(_MEMORY.search(question))),
-        ("speed", _SPEED, 1, bool(_SPEED.search(question))),
+        ("memory", MEMORY_WORDS, -1, bool(MEMORY_WORDS.search(question))),
+        ("speed", SPEED_WORDS, 1, bool(SPEED_WORDS.search(question))),
     ]
     qualified = {q for q, pattern in _QUALIFIED.items() if pattern.search(question)}
     out: list[tuple[int, int]] = []
@@ -254,11 +252,15 @@ def resolve_options(
     words (normalised); `coverage(k)` scores option k by its own units and returns them. With
     `tables_only` ("how does A compare with B in speed?") only a table decides: otherwise every
     verdict is left without units."""
-    verdicts = [OptionVerdict(o, n, shown=o.text) for o, n in zip(options, nodes, strict=True)]
+
+    def fresh() -> list[OptionVerdict]:
+        return [OptionVerdict(o, n, shown=o.text) for o, n in zip(options, nodes, strict=True)]
+
+    verdicts = fresh()
     rows = [u for u in pool if u.kind == UnitKind.ROW]
     decided = _tables(verdicts, rows, question, terms)
     if tables_only and not decided:
-        return [OptionVerdict(o, n, shown=o.text) for o, n in zip(options, nodes, strict=True)]
+        return fresh()  # what an undecided table left in them says nothing
     if not decided:
         _cues(verdicts, pool, terms)
         for k, verdict in enumerate(verdicts):

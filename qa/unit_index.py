@@ -11,6 +11,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
+from itertools import chain, islice
 from typing import TypeVar, overload
 
 from ingest.markup import strip_markup
@@ -135,7 +136,7 @@ class UnitIndex:
         self._tokens: dict[str, frozenset[str]] = {}
         self._widths: dict[str, int] = {}
         self._parents: dict[str, str | None] = {}
-        self._titles: dict[str, frozenset[str]] = {}
+        self._texts: dict[str, frozenset[str]] = {}
         self._unit_at = {(u.doc, u.start): u for u in search.units}
         self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
         self._unit_index: dict[str, int] = {}
@@ -163,12 +164,13 @@ class UnitIndex:
             self._tokens[unit.id] = tokens
         return tokens
 
-    def _title_tokens(self, title: str) -> frozenset[str]:
-        """A section title's index tokens, remembered (a large corpus repeats its titles)."""
-        tokens = self._titles.get(title)
+    def _text_tokens(self, text: str) -> frozenset[str]:
+        """A short text's index tokens (a section title, a row's label), remembered: a large
+        corpus repeats its titles and labels."""
+        tokens = self._texts.get(text)
         if tokens is None:
-            tokens = frozenset(self.search.tokenize(stem_text(title)))
-            self._titles[title] = tokens
+            tokens = frozenset(self.search.tokenize(stem_text(text)))
+            self._texts[text] = tokens
         return tokens
 
     def _question_terms(
@@ -345,7 +347,7 @@ class UnitIndex:
         def said(u: EvidenceUnit) -> float:
             # its own label counts twice: "OpenNMT-py 3.0.4" beside CTranslate2's row when the
             # question names both, before the rows that share their group's label
-            label = set(self.search.tokenize(stem_text(u.cells[0]))) if u.cells else set()
+            label = self._text_tokens(u.cells[0]) if u.cells else frozenset()
             tokens = self._unit_tokens(u)
             score = sum(w * (1 + (t in label)) for t, w in terms.items() if t in tokens)
             # the row of the thing recommended comes first: the benchmark's "CTranslate2 3.6.0"
@@ -444,12 +446,15 @@ class UnitIndex:
         for eid in entities:
             # its units, and the units of its own documents that name it under another
             # subject ("MindSpore则采用的是代码变换法" in the section on automatic differentiation)
-            named = [
-                u
-                for u in self.search.by_mention.get(eid, [])
-                if u.subject != eid and self._doc_subject.get(u.doc) == eid
-            ]
-            for u in [*self.search.by_subject.get(eid, [])[:400], *named[:100]]:
+            named = islice(
+                (
+                    u
+                    for u in self.search.by_mention.get(eid, [])
+                    if u.subject != eid and self._doc_subject.get(u.doc) == eid
+                ),
+                100,
+            )
+            for u in chain(self.search.by_subject.get(eid, [])[:400], named):
                 if u.id not in seen and u.kind != UnitKind.CODE:
                     seen.add(u.id)
                     extra.append(RankedUnit(u, floor, 0.0, 0.0, False))
@@ -497,7 +502,7 @@ class UnitIndex:
         if unit.heading_path and unit.kind != UnitKind.HEADING:
             # a sentence under "### 自动微分" speaks of automatic differentiation: its section's
             # words count, at half weight (a title's words are every unit's under it)
-            title = self._title_tokens(unit.heading_path[-1]).intersection(terms) - tokens
+            title = self._text_tokens(unit.heading_path[-1]).intersection(terms) - tokens
             score += 0.5 * sum(weighed for _at, weighed in sorted(terms[t] for t in title))
         if unit.kind == UnitKind.HEADING:
             score *= 0.3
