@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CleanText", "clean_inline", "is_decorative", "strip_markup"]
+__all__ = ["CleanText", "clean_inline", "emphasized", "is_decorative", "strip_markup"]
 
 # One alternation, tried left to right at each position: the first group that matches decides.
 _TOKEN = re.compile(
@@ -222,6 +222,42 @@ def strip_markup(text: str) -> str:
     '## Install'
     """
     return clean_inline(text).text
+
+
+def emphasized(source: str) -> list[str]:
+    """The texts a writer set apart inline: bold or italic spans and code spans, clean, in order.
+
+    >>> emphasized("用 **分组参数切片的数据并行** 和 `tensor_parallel_size`；*italic* too")
+    ['分组参数切片的数据并行', 'tensor_parallel_size', 'italic']
+    >>> emphasized("no ** pair here"), emphasized("**open only")
+    ([], [])
+    """
+    marks: list[tuple[str, int, int]] = []  # (marker, start, end); "`" for a code span
+    for match in _TOKEN.finditer(source):
+        kind = match.lastgroup
+        if kind == "codespan":
+            marks.append(("`", match.start("ctext"), match.end("ctext")))
+        elif kind == "emph":
+            if marks and marks[-1][2] == match.start() and marks[-1][0] != "`":
+                # a closing "**" before a space tokenizes as two "*": one marker
+                marker, start, _end = marks.pop()
+                marks.append((marker + match.group(0), start, match.end()))
+            else:
+                marks.append((match.group(0), match.start(), match.end()))
+    found: list[str] = []
+    opened: dict[str, int] = {}  # an open emphasis marker -> where the text after it starts
+    for marker, start, end in marks:
+        if marker == "`":
+            text = source[start:end].strip()
+        elif marker in opened:
+            text = clean_inline(source, opened.pop(marker), start).text
+        else:
+            if marker != "~~":
+                opened[marker] = end
+            continue
+        if text:
+            found.append(text)
+    return found
 
 
 _WORDY = re.compile(r"[A-Za-z]{2,}|[\u4e00-\u9fff]")

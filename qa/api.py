@@ -41,8 +41,11 @@ from kg.store import (
     Store,
 )
 from qa.compose import GraphComposer, find_conflicts
+from qa.decide.candidates import section_labels
+from qa.decide.reader import ReaderModel, draft_from_verdict
+from qa.decide.reading import Reading
 from qa.evidence import EvidenceComposer
-from qa.frame import strip_injection
+from qa.frame import QuestionFrame, strip_injection
 from qa.render import render_draft
 from qa.retrieve import Retriever
 from qa.schema import (
@@ -51,7 +54,6 @@ from qa.schema import (
     EvidenceBundle,
     Fallback,
     FallbackKind,
-    LLMAnswerer,
     Question,
     SnippetReport,
 )
@@ -120,7 +122,7 @@ class Assistant:
         lexicon: Lexicon,
         *,
         embedder: Callable[[], Embedder] | None = None,
-        llm: LLMAnswerer | None = None,
+        llm: ReaderModel | None = None,
         cache_dir: Path | None = None,
     ) -> None:
         self.store = store
@@ -163,14 +165,15 @@ class Assistant:
             text_norm=_text_norm(store, units),
         )
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
+        self.section_labels = section_labels(units)
         self._llm = llm
 
     @property
-    def llm(self) -> LLMAnswerer | None:
+    def llm(self) -> ReaderModel | None:
         """The LLM answerer given when this assistant was built (None: the graph composer only)."""
         return self._llm
 
-    def with_llm(self, llm: LLMAnswerer | None) -> Assistant:
+    def with_llm(self, llm: ReaderModel | None) -> Assistant:
         """Another assistant over the same store, graph and indexes (shared, read-only) that
         answers with `llm` (None: the graph composer only). This one is left as it is."""
         other = copy.copy(self)
@@ -184,7 +187,7 @@ class Assistant:
         *,
         settings: Settings | None = None,
         dense: bool = True,
-        llm: str | LLMAnswerer | None = None,
+        llm: str | ReaderModel | None = None,
     ) -> Assistant:
         """Open a store built by `kgqa ingest`.
 
@@ -213,8 +216,9 @@ class Assistant:
             llm = None
         elif isinstance(llm, str):
             from qa.llm.answerer import make_llm  # the LLM client only when one is asked for
+            from qa.llm.embedded import start_embedded
 
-            llm = make_llm(llm, assistant.graph, settings.llm)
+            llm = make_llm(llm, settings.llm, embedded=lambda: start_embedded(settings))
         return assistant if llm is None else assistant.with_llm(llm)
 
     # -- asking -------------------------------------------------------------------------------
@@ -224,7 +228,11 @@ class Assistant:
 
     def graph_draft(self, question: Question) -> AnswerDraft:
         """The evidence composer's draft for a question, verified (not yet rendered)."""
-        bundle = self.retriever.retrieve(question)
+        return self._drafted(question)[0]
+
+    def _ranked(self, question: Question) -> tuple[str, list[str], list[RankedUnit]]:
+        """The question's text (instructions inside it as text), the linked entities that
+        steer retrieval, and its ranked units."""
         text, _injected = strip_injection(question.text)
         linked = [e for e in question.entity_ids if e in self.graph]
         specific = [e for e in linked if self._steers(e)]
@@ -240,6 +248,13 @@ class Assistant:
         ranked = self.units.search(
             text, linked=specific, entity_names=names, dense_chunks=dense_hits
         )
+        return text, specific, ranked
+
+    def _drafted(self, question: Question) -> tuple[AnswerDraft, list[str], list[RankedUnit]]:
+        """The graph's verified draft, with the steering entities and ranked units it read."""
+        bundle = self.retriever.retrieve(question)
+        text, specific, ranked = self._ranked(question)
+        linked = [e for e in question.entity_ids if e in self.graph]
 
         def hop(query: str, entity: str, about: set[str]) -> list[RankedUnit]:
             node = self.graph.entity(entity)
@@ -264,7 +279,24 @@ class Assistant:
         if draft.abstain is None:
             draft.snippets = self._snippets(question, bundle)
         verified, _result = self.verifier.verify_draft(draft)
-        return verified
+        return verified, specific, ranked
+
+    def reading(
+        self, question: Question, draft: AnswerDraft, specific: list[str], ranked: list[RankedUnit]
+    ) -> Reading:
+        """What the reader is shown for a question (`qa.decide.reading`)."""
+        frame = QuestionFrame.read(question.text)
+        return Reading.gather(
+            frame.text,
+            question.language,
+            choose=frame.choice or frame.measured or bool(frame.options),
+            ranked=ranked,
+            graph=self.graph,
+            documents=self.documents,
+            options=[o.text for o in frame.options],
+            draft=draft,
+            labels=self.section_labels,
+        )
 
     def _steers(self, entity: str) -> bool:
         """Whether a linked entity should steer retrieval: a thing one uses, or a piece of
@@ -311,31 +343,35 @@ class Assistant:
             )
             yield AnswerEvent(kind="final", answer=stamp(answer))
             return
-        graph_answer, draft = self.graph_answer(parsed)
+        draft, specific, ranked = self._drafted(parsed)
+        graph_answer = render_draft(draft, self.graph)
         if self._llm is None or not use_llm or graph_answer.abstained:
             yield AnswerEvent(kind="final", answer=stamp(graph_answer))
             return
         yield AnswerEvent(kind="graph", answer=stamp(graph_answer))
-        yield from self._llm_events(self._llm, parsed, draft, graph_answer, stamp)
+        reading = self.reading(parsed, draft, specific, ranked)
+        yield from self._reader_events(self._llm, reading, draft, graph_answer, stamp)
 
-    def _llm_events(
+    def _reader_events(
         self,
-        llm: LLMAnswerer,
-        question: Question,
+        reader: ReaderModel,
+        reading: Reading,
         draft: AnswerDraft,
         graph_answer: Answer,
         stamp: Callable[[Answer], Answer],
     ) -> Iterator[AnswerEvent]:
-        """The model's prose as it streams, then its draft verified and rendered; the graph's
-        answer (with a typed fallback) when the model fails or keeps nothing verifiable."""
+        """The reader's sentence as it streams, then its draft verified and rendered; the
+        graph's answer (with a typed fallback) when the reader fails or keeps nothing
+        verifiable."""
         try:
-            for item in llm.stream(question, draft):
+            for item in reader.stream(reading):
                 if isinstance(item, str):
                     yield AnswerEvent(kind="delta", text=item)
                     continue
-                verified, _result = self.verifier.verify_draft(item)
-                if verified.abstain is None and not verified.points() and draft.points():
-                    why = "the LLM answer kept no verifiable evidence"
+                made = draft_from_verdict(reading, item, self.evidence.point, draft)
+                verified, _result = self.verifier.verify_draft(made)
+                if not verified.points():
+                    why = "the reader's answer kept no verifiable evidence"
                     fallback = _fall_back(graph_answer, FallbackKind.LLM_UNVERIFIED, why)
                     yield AnswerEvent(kind="final", answer=stamp(fallback))
                 else:
@@ -343,9 +379,9 @@ class Assistant:
                         kind="final", answer=stamp(render_draft(verified, self.graph))
                     )
                 return
-            why = "the LLM stream ended without an answer"
+            why = "the reader's stream ended without an answer"
             fallback = _fall_back(graph_answer, FallbackKind.LLM_BAD_RESPONSE, why)
-        except Exception as err:  # any answerer failure falls back to the graph answer
+        except Exception as err:  # any reader failure falls back to the graph answer
             detail = f"{type(err).__name__}: {err}"
             fallback = _fall_back(graph_answer, FallbackKind.of_llm_error(err), detail)
         yield AnswerEvent(kind="final", answer=stamp(fallback))

@@ -5,15 +5,14 @@ A `Question` is what understanding makes of the text; retrieval turns it into an
 of `GraphPath`s (lists of `PathEdge`s that exist in the graph) and `RetrievedChunk`s; answerers turn
 that into an `Answer`, whose `Citation`s wrap paths. The `Answer` object is what `kgqa ask --json`
 prints and what `kgqa eval --out` writes, one per line. Why an answer is not the one asked for (a
-rejected question, a question the sources do not cover, an LLM answer replaced by the graph
-answer) is a typed `Fallback`; `Answer.notes` is human text that nothing parses.
+rejected question, a question the sources do not cover, a reader's answer replaced by the graph
+answer) is a typed `Fallback`; `Answer.notes` is human text that nothing parses. The reader's
+seam (`ReaderModel`) lives with the reader, in `qa.decide.reader`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from enum import StrEnum
-from typing import Protocol
 
 from pydantic import BaseModel, Field
 
@@ -33,7 +32,6 @@ __all__ = [
     "Fallback",
     "FallbackKind",
     "GraphPath",
-    "LLMAnswerer",
     "Language",
     "LinkedEntity",
     "PathEdge",
@@ -314,23 +312,3 @@ class AnswerDraft(BaseModel):
             *self.facts,
             *self.caveats,
         ]
-
-
-class LLMAnswerer(Protocol):
-    """The seam an LLM answerer implements (`qa.llm.answerer.ChatAnswerer` is the real one).
-
-    It gets the graph's verified draft (its points are the evidence the model may use) and returns
-    a draft of its own: picks among what the draft's points name, the points it cites, a sentence
-    of prose, or a decline. That draft is verified and rendered like the graph's.
-    It may fail (raise `kg.errors.LLMError`): the graph's answer then stands, with a `Fallback`.
-    """
-
-    name: str
-
-    def answer(self, question: Question, draft: AnswerDraft) -> AnswerDraft:
-        """The model's draft for a question, or raise `kg.errors.LLMError`."""
-        ...
-
-    def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
-        """The prose as it streams, then the model's draft; raise `kg.errors.LLMError`."""
-        ...

@@ -125,8 +125,14 @@ class CitationVerifier:
             # a graph entity at an end of a kept edge (a verified path), or a value a kept
             # verbatim quote states ("runtime", a table row under its "4090" column)
             if rec.id.startswith("value:"):
+                # a name the point's verbatim text states, or the title of the section it is
+                # under (which its document states)
                 backed = any(
                     normalize_name(rec.name) in normalize_name(p.quote + " " + p.context)
+                    or (
+                        normalize_name(rec.name) in normalize_name(p.heading)
+                        and p.heading in self.documents.get(p.doc, "")
+                    )
                     for p in kept
                 )
             else:

@@ -2,8 +2,9 @@
 
 A llama-index `VectorStoreIndex` over the same chunks and vectors as the store (`ingest.vector`),
 top-k by cosine, no graph. Without an LLM its "answer" is the text of the top chunks and its
-recommendation the first solution-type lexicon entity named in the top chunk; with an LLM, the LLM
-answers from those chunks alone (no graph paths to cite). It never abstains on its own.
+recommendation the first solution-type lexicon entity named in the top chunk; with a reader, the
+reader reads those chunks alone (each chunk one evidence item, the names their structure gives as
+candidates, no graph paths to cite). It never abstains on its own.
 """
 
 from __future__ import annotations
@@ -16,25 +17,27 @@ import numpy.typing as npt
 
 from ingest.embed import Embedder
 from ingest.vector import as_llamaindex, naive_retriever
-from kg.documents import Chunk
+from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.errors import LLMError, QuestionError
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import SOLUTION_TYPES
 from kg.store import Store
+from qa.decide.reader import ReaderModel, Verdict, draft_from_verdict
+from qa.decide.reading import Reading
 from qa.eval.records import ChunkSpan, EvalRecord, GoldQuestion
+from qa.frame import QuestionFrame
 from qa.render import render_draft
 from qa.schema import (
     Answer,
     AnswerDraft,
     DraftPoint,
-    DraftRecommendation,
     Fallback,
     FallbackKind,
-    LLMAnswerer,
     Question,
     Recommendation,
 )
+from qa.units import RankedUnit
 
 __all__ = ["BASELINE_BACKEND", "NaiveRAG", "first_solution"]
 
@@ -69,10 +72,12 @@ class NaiveRAG:
         lexicon: Lexicon,
         *,
         k: int = 6,
-        llm: LLMAnswerer | None = None,
+        llm: ReaderModel | None = None,
         reader: Callable[[str], Question] | None = None,
+        documents: dict[str, str] | None = None,
     ) -> None:
         self.chunks = {c.id: c for c in chunks}
+        self.documents = documents or {}
         self.lexicon = lexicon
         self.k = k
         self.llm = llm
@@ -87,7 +92,7 @@ class NaiveRAG:
         lexicon: Lexicon,
         *,
         k: int = 6,
-        llm: LLMAnswerer | None = None,
+        llm: ReaderModel | None = None,
         reader: Callable[[str], Question] | None = None,
     ) -> NaiveRAG:
         """Over every chunk of a store, with the vectors ingest stored (nothing is re-embedded)."""
@@ -98,7 +103,14 @@ class NaiveRAG:
             np.concatenate([p for p in parts if len(p)]) if chunks else np.zeros((0, embedder.dim))
         )
         return cls(
-            chunks, vectors.astype(np.float32), embedder, lexicon, k=k, llm=llm, reader=reader
+            chunks,
+            vectors.astype(np.float32),
+            embedder,
+            lexicon,
+            k=k,
+            llm=llm,
+            reader=reader,
+            documents={r.document.id: r.document.text for r in records},
         )
 
     def __call__(self, question: GoldQuestion) -> EvalRecord:
@@ -122,29 +134,46 @@ class NaiveRAG:
         )
 
     def _llm_answer(self, text: str, hits: list[tuple[Chunk, float]], draft: Answer) -> Answer:
-        """The LLM's answer over the top chunks alone: each chunk a point, no graph edge."""
+        """The reader's answer over the top chunks alone: each chunk an evidence item."""
         assert self.llm is not None and self.reader is not None
         try:
             parsed = self.reader(text)
-            points = [
-                DraftPoint(doc=c.doc, start=c.start, end=c.end, quote=c.text, text=c.text)
+            frame = QuestionFrame.read(parsed.text)
+            units = [
+                EvidenceUnit(
+                    id=c.id,
+                    doc=c.doc,
+                    start=c.start,
+                    end=c.end,
+                    kind=UnitKind.SENTENCE,
+                    text=c.text,
+                    heading_path=c.heading_path,
+                )
                 for c, _score in hits
             ]
-            picks = [
-                DraftRecommendation(id=r.id, name=r.name, points=points[:1])
-                for r in draft.recommendations
-            ]
-            chunks_draft = AnswerDraft(
-                question=parsed.text,
-                language=parsed.language,
-                recommendations=picks,
-                facts=points[1:] if picks else points,
-                backend=BASELINE_BACKEND,
+            reading = Reading.gather(
+                frame.text,
+                parsed.language,
+                choose=frame.choice or frame.measured or bool(frame.options),
+                ranked=[RankedUnit(u, 0.0, 0.0, 0.0, False) for u in units],
+                graph=KnowledgeGraph(),
+                documents=self.documents,
+                options=[o.text for o in frame.options],
             )
-            answer = render_draft(self.llm.answer(parsed, chunks_draft), KnowledgeGraph())
-        except (LLMError, QuestionError) as err:
+            verdict = next(v for v in self.llm.stream(reading) if isinstance(v, Verdict))
+            base = AnswerDraft(
+                question=parsed.text, language=parsed.language, backend=BASELINE_BACKEND
+            )
+            made = draft_from_verdict(reading, verdict, _chunk_point, base)
+            answer = render_draft(made, KnowledgeGraph())
+        except (LLMError, QuestionError, StopIteration) as err:
             kind = FallbackKind.of_llm_error(err) if isinstance(err, LLMError) else None
             fallback = Fallback(kind=kind or FallbackKind.REJECTED, detail=str(err))
             notes = [*draft.notes, f"LLM failed: {err}"]
             return draft.model_copy(update={"notes": notes, "fallback": fallback})
         return answer.model_copy(update={"backend": f"{BASELINE_BACKEND}+{answer.backend}"})
+
+
+def _chunk_point(unit: EvidenceUnit, _prefer: str | None) -> DraftPoint:
+    """A chunk as an answer point: its text is its quote (no graph edge)."""
+    return DraftPoint(doc=unit.doc, start=unit.start, end=unit.end, quote=unit.text, text=unit.text)

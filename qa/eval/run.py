@@ -35,7 +35,7 @@ from qa.eval.records import (
 )
 from qa.eval.report import ReportData, SystemResult, write_report
 from qa.eval.score import EvalSummary, Scorer, breakdown
-from qa.schema import LLMAnswerer
+from qa.decide.reader import ReaderModel
 from qa.understand import clean_question
 
 __all__ = [
@@ -189,7 +189,7 @@ class KgqaAnswerer:
         return EvalRecord(**answer.model_dump(), retrieved=spans)
 
 
-def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[LLMAnswerer | None, str]:
+def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[ReaderModel | None, str]:
     """The LLM answerer for `--llm SPEC` (`qa.llm.answerer.make_llm`), and a note.
 
     When the LLM cannot be had, the note says so and the graph composer answers alone.
@@ -197,9 +197,10 @@ def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[LLMAn
     if spec == "none":
         return None, ""
     from qa.llm.answerer import make_llm
+    from qa.llm.embedded import start_embedded
 
     try:
-        llm = make_llm(spec, assistant.graph, settings.llm)
+        llm = make_llm(spec, settings.llm, embedded=lambda: start_embedded(settings))
     except KGQAError as err:
         return None, f"--llm {spec}: {err}; answering with the graph composer only"
     if llm is None:

@@ -1,0 +1,244 @@
+"""The names a reader may pick: what the evidence it is shown names, typed where the graph knows it.
+
+A candidate is a name the retrieved evidence itself gives a thing, found from the document's
+structure, never from the question's wording:
+
+- **entities**: the graph entities the evidence units are about or name (what linking found),
+  and those the question names, except the kinds that describe a situation rather than a thing
+  one uses (scenarios, personas, criteria) and organisations, licences and languages;
+- **section titles** of the units, without their numbering, emoji and markup;
+- **emphasis**: bold and code spans of the units' verbatim text (`**分组参数切片的数据并行**`,
+  `` `tensor_parallel_size` ``);
+- **row labels and lead terms**: a table row's first cell, a list item's lead ("Hardware: …");
+- a name with its alias in brackets ("权值量化（Weight Quantization）", "在线量化 (QAT)") gives
+  both names.
+
+Candidates come in the order the evidence shows them (the best unit first), one per normalised
+name; a graph entity wins over a bare span of the same name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container, Iterable, Sequence
+
+from pydantic import BaseModel
+
+from ingest.markup import emphasized, strip_markup
+from kg.documents import EvidenceUnit, UnitKind
+from kg.graph import KnowledgeGraph
+from kg.schema import NodeType, normalize_name
+from qa.shapes import text_width
+
+__all__ = [
+    "Candidate",
+    "candidate_names",
+    "section_labels",
+    "section_name",
+    "split_alias",
+    "title_name",
+]
+
+#: kinds that describe the asker's situation or a party, not something one picks
+_NOT_PICKED = frozenset(
+    {
+        NodeType.SCENARIO,
+        NodeType.PERSONA,
+        NodeType.CRITERION,
+        NodeType.ORGANIZATION,
+        NodeType.LICENSE,
+        NodeType.LANGUAGE,
+    }
+)
+#: a section's numbering: "二、", "3.", "1.2", "(4)", "Step 2:"
+_NUMBERING = re.compile(
+    r"^\s*(?:[一二三四五六七八九十]+[、.．]|\d+(?:\.\d+)*[、.．:)）]?|[（(]\d+[)）]"
+    r"|(?:step|part|chapter)\s*\d+\s*[:：.]?)\s*",
+    re.I,
+)
+_BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
+_LATIN = re.compile(r"[A-Za-z]")
+#: widest name a candidate may be (a Chinese character counts two): wider spans are phrases
+MAX_WIDTH = 32
+
+
+class Candidate(BaseModel):
+    """A name the reader may pick: the graph entity it is (None: a name only the text gives)."""
+
+    name: str
+    entity: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The id a recommendation carries: the entity's, or `value:<name>` for a bare name.
+
+        >>> Candidate(name="QAT").key, Candidate(name="vLLM", entity="engine:vllm").key
+        ('value:QAT', 'engine:vllm')
+        """
+        return self.entity or f"value:{self.name}"
+
+
+def split_alias(text: str) -> list[str]:
+    """A name with an alias in brackets as both names; a bracketed note that is no name (it
+    shares the name's script and reads like a phrase) is dropped.
+
+    >>> split_alias("权值量化（Weight Quantization）")
+    ['权值量化', 'Weight Quantization']
+    >>> split_alias("参数服务器（Parameter Server，PS）")
+    ['参数服务器', 'Parameter Server', 'PS']
+    >>> split_alias("离线量化（推荐用于加速）"), split_alias("C++ 工具（推荐用于生产环境）")
+    (['离线量化'], ['C++ 工具'])
+    >>> split_alias("Fully Sharded Data Parallel (FSDP)")
+    ['Fully Sharded Data Parallel', 'FSDP']
+    >>> split_alias("Tensor Parallelism")
+    ['Tensor Parallelism']
+    """
+    match = _BRACKETED.match(text)
+    if match is None:
+        return [text.strip()]
+    name, alias = match.group("name").strip(), match.group("alias").strip()
+    out = [name]
+    translated = bool(_LATIN.search(alias)) and not _LATIN.search(name)
+    if translated or re.fullmatch(r"[A-Z][A-Z0-9+\-]*", alias):
+        out += [a.strip() for a in re.split(r"[，,、/;；]", alias) if a.strip()]
+    return out
+
+
+def title_name(title: str) -> str:
+    """A section title as a name: no numbering, emoji, markup or trailing colon.
+
+    >>> title_name("## 📦 二、权值量化（推荐首选）")
+    '权值量化（推荐首选）'
+    >>> title_name("1.2 参数服务器训练模式"), title_name("Step 2: Quantize the model")
+    ('参数服务器训练模式', 'Quantize the model')
+    >>> title_name("### ✅ 适用场景")
+    '适用场景'
+    """
+    text = strip_markup(title.lstrip("#").strip()).strip()
+    text = re.sub(r"^[^\w（(]+", "", text)  # "✅ 适用场景": marks before the words
+    text = _NUMBERING.sub("", text)
+    return text.rstrip("：:").strip()
+
+
+def section_name(unit: EvidenceUnit, labels: Container[tuple[str, str]] = ()) -> str:
+    """The title of the section a unit is in, as a name: the innermost title that is not a
+    label (`labels`: the (document, title) pairs that head several sections of one document,
+    such as "Usage" or "适用场景", which say what a section is, not what it is about); "" when
+    it has none.
+
+    >>> u = EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=UnitKind.SENTENCE, text="x",
+    ...     heading_path=("二、权值量化", "✅ 适用场景"))
+    >>> section_name(u), section_name(u, {("d", "✅ 适用场景")})
+    ('适用场景', '权值量化')
+    """
+    for title in reversed(unit.heading_path):
+        if (unit.doc, title) not in labels:
+            return title_name(title)
+    return ""
+
+
+def _names_of_unit(
+    unit: EvidenceUnit, quote: str, labels: Container[tuple[str, str]]
+) -> Iterable[str]:
+    """The names a unit's structure gives: its section title, emphasis, row label, lead term."""
+    if unit.heading_path:
+        yield section_name(unit, labels)
+    yield from emphasized(quote)
+    if unit.kind == UnitKind.ROW and unit.cells:
+        yield strip_markup(unit.cells[0])
+    if unit.kind == UnitKind.ITEM and unit.lead:
+        yield unit.lead
+
+
+def candidate_names(
+    graph: KnowledgeGraph,
+    units: Sequence[EvidenceUnit],
+    documents: dict[str, str],
+    *,
+    question: str = "",
+    options: Sequence[str] = (),
+    prior: Sequence[Candidate] = (),
+    labels: Container[tuple[str, str]] = (),
+    limit: int = 14,
+) -> list[Candidate]:
+    """The candidates of a reading: the options the question names ("FPGA 还是 ASIC"), then,
+    unit by unit (best first), the entities each is about or names and the names its structure
+    gives; `prior` (another answerer's picks) come after the options. At most `limit`, one per
+    normalised name; section titles that are `labels` give way to their parent's (`section_name`).
+    A name the question itself uses (other than
+    its options) is the asker's situation ("用飞桨的工具…"), not an answer: it is left out.
+
+    >>> from kg.schema import Entity
+    >>> g = KnowledgeGraph()
+    >>> g.add_entity(Entity(id="engine:vllm", type=NodeType.INFERENCE_ENGINE, name="vLLM"))
+    >>> doc = "## 2. Tensor Parallelism\\nUse **tensor parallelism** with vLLM."
+    >>> unit = EvidenceUnit(id="d#25-62", doc="d", start=25, end=62, kind=UnitKind.SENTENCE,
+    ...     text="Use tensor parallelism with vLLM.", heading_path=("2. Tensor Parallelism",),
+    ...     mentions=["engine:vllm"])
+    >>> [(c.name, c.entity) for c in candidate_names(g, [unit], {"d": doc})]
+    [('vLLM', 'engine:vllm'), ('Tensor Parallelism', None)]
+    """
+    found: dict[str, Candidate] = {}
+    folded_question = normalize_name(question)
+
+    def asked_in(key: str) -> bool:
+        return bool(key) and key in folded_question
+
+    def add(name: str, entity: str | None = None) -> None:
+        for part in split_alias(name) if entity is None else [name]:
+            part = part.strip().strip("：:，,。.;；")
+            key = normalize_name(part)
+            if not key or text_width(part) > MAX_WIDTH or not re.search(r"\w", part):
+                continue
+            if key not in option_keys and asked_in(key):
+                continue
+            known = found.get(key)
+            if known is None:
+                found[key] = Candidate(name=part, entity=entity)
+            elif known.entity is None and entity is not None:
+                found[key] = Candidate(name=known.name, entity=entity)
+
+    def add_entity(eid: str | None) -> None:
+        if not eid or eid not in graph or graph.entity(eid).type in _NOT_PICKED:
+            return
+        entity = graph.entity(eid)
+        if eid not in option_ids and any(
+            asked_in(normalize_name(n)) for n in [entity.name, *entity.aliases]
+        ):
+            return  # the question names it under another surface ("飞桨" for PaddlePaddle)
+        add(entity.name, eid)
+
+    option_keys = {normalize_name(o) for o in options}
+    option_ids = {n for n in (graph.find(o) for o in options) if n is not None}
+    for option in options:
+        node = graph.find(option)
+        if node is not None and graph.entity(node).type not in _NOT_PICKED:
+            option_keys.add(normalize_name(graph.entity(node).name))
+            add(graph.entity(node).name, node)
+        else:
+            add(option)
+    for candidate in prior:
+        add(candidate.name, candidate.entity)
+    for unit in units:
+        for eid in [unit.subject, *unit.mentions]:
+            add_entity(eid)
+        quote = documents.get(unit.doc, "")[unit.start : unit.end]
+        for name in _names_of_unit(unit, quote, labels):
+            add(name)
+    return list(found.values())[:limit]
+
+
+def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
+    """The (document, title) pairs that head two sections or more of their document.
+
+    >>> def u(i, path):
+    ...     return EvidenceUnit(id=f"d#{i}", doc="d", start=i, end=i + 1,
+    ...                         kind=UnitKind.SENTENCE, text="x", heading_path=path)
+    >>> sorted(section_labels([u(0, ("A", "Usage")), u(1, ("A", "Usage")), u(2, ("B", "Usage"))]))
+    [('d', 'Usage')]
+    """
+    paths = {(u.doc, u.heading_path) for u in units if u.heading_path}
+    counts: dict[tuple[str, str], int] = {}
+    for doc, path in paths:
+        counts[(doc, path[-1])] = counts.get((doc, path[-1]), 0) + 1
+    return frozenset(k for k, n in counts.items() if n > 1)

@@ -1,0 +1,190 @@
+"""The reader: the local LLM reads the evidence and decides; the graph proposes and verifies.
+
+`Reader.read(reading)` sends one grammar-constrained chat (`qa.decide.prompts`) through the
+OpenAI-compatible seam and returns a `Verdict`: the evidence numbers the model found, its pick
+among the enumerated candidates (or none) and one sentence. The grammar makes the choice one the
+model cannot escape: it can name no evidence and no candidate it was not shown. `Reader.stream`
+yields the sentence as it arrives, then the verdict. `draft_from_verdict` turns a verdict into
+an `AnswerDraft` (the pick with the evidence behind it, the cited evidence first among the
+facts, the sentence as prose), which the verifier prunes and the renderer writes like any
+other; nothing unverified reaches the user. An unusable answer raises `LLMBadResponse`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from kg.documents import EvidenceUnit
+from kg.errors import LLMBadResponse
+from kg.schema import normalize_name
+from qa.decide.candidates import Candidate
+from qa.decide.prompts import NONE, reader_messages, reader_mode, reader_schema
+from qa.decide.reading import Reading
+from qa.llm.answerer import stream_answer_field
+from qa.llm.offline import StructuredChat
+from qa.schema import AnswerDraft, DraftPoint, DraftRecommendation
+
+__all__ = ["PointMaker", "Reader", "ReaderModel", "Verdict", "draft_from_verdict"]
+
+#: a unit as an answer point, with the edges of `prefer` (an entity id) first
+PointMaker = Callable[[EvidenceUnit, str | None], DraftPoint]
+
+
+class Verdict(BaseModel):
+    """What the reader decided for one reading."""
+
+    evidence: list[int] = Field(description="the numbers ([1]..) of the evidence it used")
+    pick: Candidate | None = None
+    sentence: str = ""
+    model: str = ""
+
+
+class ReaderModel(Protocol):
+    """The seam a reader implements (`Reader` is the real one; tests script others).
+
+    It may fail (raise `kg.errors.LLMError`): the graph's answer then stands, with a `Fallback`.
+    """
+
+    name: str
+
+    def stream(self, reading: Reading) -> Iterator[str | Verdict]:
+        """The sentence as it streams (if any), then the verdict; raise `LLMError`."""
+        ...
+
+
+class Reader:
+    """Reads `Reading`s through a chat model (vLLM, a llama.cpp server, vLLM offline).
+
+    `full`: the model also gives its evidence numbers and a sentence (more tokens to decode:
+    on a CPU the least that decides, `full=False`, is the pick alone or the evidence alone).
+    """
+
+    def __init__(self, chat: StructuredChat, *, full: bool = False, max_tokens: int = 96) -> None:
+        self.chat = chat
+        self.full = full
+        self.max_tokens = max_tokens
+        self.name = chat.settings.model
+
+    def _request(self, reading: Reading) -> tuple[str, list[dict[str, str]], dict[str, Any]]:
+        mode = reader_mode(reading, self.full)
+        return mode, reader_messages(reading, mode), reader_schema(reading, mode)
+
+    def read(self, reading: Reading) -> Verdict:
+        """One constrained completion as a verdict (raises `LLMError` when unusable)."""
+        mode, messages, schema = self._request(reading)
+        result = self.chat.chat(messages, schema=schema, max_tokens=self.max_tokens)
+        return self.verdict(reading, _as_object(mode, result.parse_json()))
+
+    def stream(self, reading: Reading) -> Iterator[str | Verdict]:
+        """The sentence as it streams (a `full` reader), then the verdict."""
+        mode, messages, schema = self._request(reading)
+        pieces = self.chat.stream(messages, schema=schema, max_tokens=self.max_tokens)
+        if mode != "full":
+            text = "".join(pieces)
+            try:
+                data = json.loads(text)
+            except ValueError as err:
+                raise LLMBadResponse(
+                    f"the reader answered text that is not JSON: {text[:120]!r}"
+                ) from err
+            yield self.verdict(reading, _as_object(mode, data))
+            return
+        for item in stream_answer_field(pieces):
+            yield item if isinstance(item, str) else self.verdict(reading, item)
+
+    def verdict(self, reading: Reading, data: dict[str, Any]) -> Verdict:
+        """The verdict a parsed answer states; numbers and names outside the reading are
+        dropped (a server that ignores the grammar cannot smuggle them in).
+
+        >>> from qa.schema import Language
+        >>> r = Reading(question="q", language=Language.EN, choose=True, evidence=[],
+        ...             candidates=[Candidate(name="FSDP")])
+        >>> class _Chat:
+        ...     class settings:
+        ...         model = "m"
+        >>> data = {"evidence": [1, 9], "pick": "fsdp", "answer": "Use it."}
+        >>> v = Reader(_Chat()).verdict(r, data)
+        >>> v.pick.name, v.evidence, v.sentence
+        ('FSDP', [], 'Use it.')
+        """
+        numbers = [
+            n
+            for n in dict.fromkeys(data.get("evidence") or [])
+            if isinstance(n, int) and 0 < n <= len(reading.evidence)
+        ]
+        pick = None
+        name = data.get("pick")
+        if isinstance(name, str) and name != NONE:
+            key = normalize_name(name)
+            pick = next((c for c in reading.candidates if normalize_name(c.name) == key), None)
+        sentence = " ".join(str(data.get("answer", "")).split())
+        return Verdict(evidence=numbers, pick=pick, sentence=sentence, model=self.name)
+
+
+def _as_object(mode: str, data: Any) -> dict[str, Any]:
+    """A short answer (a bare pick, bare numbers) as the object a full one is.
+
+    >>> _as_object("pick", "QAT"), _as_object("evidence", [2, 1])
+    ({'pick': 'QAT'}, {'evidence': [2, 1]})
+    """
+    if mode == "pick" and isinstance(data, str):
+        return {"pick": data}
+    if mode == "evidence" and isinstance(data, list):
+        return {"evidence": data}
+    if mode == "full" and isinstance(data, dict):
+        return data
+    raise LLMBadResponse(f"the reader's answer does not have the {mode} shape: {str(data)[:120]!r}")
+
+
+def _names(point: DraftPoint, candidate: Candidate) -> bool:
+    """Whether a point speaks of the candidate: an edge of its entity, or its name in the text."""
+    if candidate.entity and any(candidate.entity in (e.source, e.target) for e in point.edges):
+        return True
+    folded = normalize_name(f"{point.context} {point.quote} {point.text} {point.heading}")
+    return normalize_name(candidate.name) in folded
+
+
+def draft_from_verdict(
+    reading: Reading,
+    verdict: Verdict,
+    point: PointMaker,
+    base: AnswerDraft,
+    *,
+    max_reasons: int = 3,
+    max_facts: int = 4,
+) -> AnswerDraft:
+    """The answer draft a verdict makes over `base` (the graph's draft of the same question:
+    its conflicts, caveats, snippets and notes stay): the pick with the cited evidence that
+    speaks of it (else the best evidence that does), then the cited evidence, then the rest
+    of the reading's evidence as facts, the sentence as prose."""
+    cited = [reading.evidence[n - 1] for n in verdict.evidence]
+    rest = [u for u in reading.evidence if u not in cited]
+    recommendations: list[DraftRecommendation] = []
+    used: set[str] = set()
+    if verdict.pick is not None:
+        pick = verdict.pick
+        points = [point(u, pick.entity) for u in [*cited, *rest]]
+        backing = [p for p in points if _names(p, pick)][:max_reasons]
+        if backing:
+            recommendations.append(DraftRecommendation(id=pick.key, name=pick.name, points=backing))
+            used = {f"{p.doc}#{p.start}" for p in backing}
+    facts = [point(u, None) for u in [*cited, *rest] if f"{u.doc}#{u.start}" not in used]
+    limit = max_facts - min(len(recommendations), 1) * 2
+    notes = list(base.notes)
+    if verdict.pick is not None and not recommendations:
+        notes.append(f"the reader picked {verdict.pick.name}, which no evidence shown names")
+    return base.model_copy(
+        update={
+            "recommendations": recommendations,
+            "candidates": [],
+            "facts": facts[: max(limit, len(cited))],
+            "prose": verdict.sentence,
+            "abstain": None,
+            "backend": f"llm:{verdict.model}",
+            "notes": notes,
+        }
+    )

@@ -1,0 +1,172 @@
+"""The reader: what it is shown (a reading of the bundled corpus's store), the draft a verdict
+makes, and the real llama.cpp server (0.5B model) on 127.0.0.1 reading through the grammar,
+started once per session by tests/qa/conftest.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from grounding import Edges, assert_grounded
+from store_fixture import (  # fixtures
+    assistant,  # noqa: F401
+    corpus_edges,  # noqa: F401
+    corpus_store,  # noqa: F401
+    documents_on_disk,  # noqa: F401
+)
+
+from kg.errors import LLMError
+from kg.schema import normalize_name
+from qa.api import Assistant
+from qa.config import LLMSettings
+from qa.decide import Reader, Reading, Verdict, draft_from_verdict
+from qa.decide.prompts import NONE, reader_messages, reader_schema
+from qa.llm.answerer import make_llm, stream_answer_field
+from qa.llm.client import ChatModel
+from qa.llm.serve import ServerHandle
+from qa.render import render_draft
+from qa.schema import Answer
+
+QUESTIONS = ["我是零基础，先学哪个框架？", "Which engine should I use for LLM serving?"]
+
+
+@pytest.fixture
+def grounded(
+    corpus_edges: Edges,  # noqa: F811
+    documents_on_disk: dict[str, str],  # noqa: F811
+) -> Callable[[Answer], None]:
+    """Cited edges are in the graph export, quotes verbatim in the documents on disk."""
+    return lambda answer: assert_grounded(answer, corpus_edges, documents_on_disk)
+
+
+def _reading(assistant: Assistant, question: str) -> Reading:  # noqa: F811
+    parsed = assistant.understand(question)
+    draft, specific, ranked = assistant._drafted(parsed)
+    return assistant.reading(parsed, draft, specific, ranked)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_the_reader_is_shown_numbered_evidence_and_the_names_it_gives(
+    assistant: Assistant,  # noqa: F811
+    question: str,
+) -> None:
+    reading = _reading(assistant, question)
+    assert reading.choose and 1 <= len(reading.evidence) <= 8
+    assert len({u.id for u in reading.evidence}) == len(reading.evidence)
+    assert all(u.kind != "heading" for u in reading.evidence)
+    user = reader_messages(reading, "pick")[-1]["content"]
+    lines = user.splitlines()
+    assert lines[-1].endswith(reading.question)  # the question comes last
+    assert [line[:4] for line in lines[1 : 1 + len(reading.evidence)]] == [
+        f"[{i}] " for i in range(1, len(reading.evidence) + 1)
+    ]
+    # every candidate is a name the evidence (or the graph's pick among it) gives, none is a
+    # word of the question
+    folded_question = normalize_name(question)
+    texts = normalize_name(
+        " ".join(
+            assistant.documents[u.doc][u.start : u.end] + " " + " ".join(u.heading_path)
+            for u in reading.evidence
+        )
+    )
+    for candidate in reading.candidates:
+        key = normalize_name(candidate.name)
+        assert key not in folded_question
+        entity = candidate.entity
+        assert key in texts or (entity is not None and entity in assistant.graph), candidate
+    assert reader_schema(reading, "pick") == {
+        "type": "string",
+        "enum": [*dict.fromkeys(c.name for c in reading.candidates), NONE],
+    }
+
+
+def test_a_verdict_makes_a_draft_of_the_evidence_that_names_the_pick(
+    assistant: Assistant,  # noqa: F811
+    grounded: Callable[[Answer], None],
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    parsed = assistant.understand(QUESTIONS[0])
+    base = assistant.graph_draft(parsed)
+    pick = next(c for c in reading.candidates if c.name == "PyTorch")
+    verdict = Verdict(evidence=[2], pick=pick, sentence="", model="m")
+    made = draft_from_verdict(reading, verdict, assistant.evidence.point, base)
+    top = made.recommendations[0]
+    assert top.id == pick.key and top.points
+    assert all(
+        pick.entity in {n for e in p.edges for n in (e.source, e.target)}
+        or "pytorch" in normalize_name(p.quote + p.heading)
+        for p in top.points
+    )
+    cited = reading.evidence[1]
+    shown = [(p.doc, p.start) for p in made.points()]
+    assert (cited.doc, cited.start) in shown  # the cited evidence is shown
+    verified, _result = assistant.verifier.verify_draft(made)
+    answer = render_draft(verified, assistant.graph)
+    assert answer.recommendations[0].name == "PyTorch" and answer.backend == "llm:m"
+    grounded(answer)
+
+
+def test_a_verdict_without_a_pick_shows_the_cited_evidence_first(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[1])
+    base = assistant.graph_draft(assistant.understand(QUESTIONS[1]))
+    last = len(reading.evidence)
+    made = draft_from_verdict(
+        reading, Verdict(evidence=[last], model="m"), assistant.evidence.point, base
+    )
+    assert not made.recommendations
+    assert (made.facts[0].doc, made.facts[0].start) == (
+        reading.evidence[-1].doc,
+        reading.evidence[-1].start,
+    )
+
+
+def test_stream_answer_field_decodes_escapes_across_pieces() -> None:
+    pieces = iter(['{"answer": "a\\\\', "nb \\u4e2", 'd", "abstain": false}'])
+    items = list(stream_answer_field(pieces))
+    assert "".join(i for i in items if isinstance(i, str)) == "a\\nb 中"
+    assert items[-1] == {"answer": "a\\nb 中", "abstain": False}
+
+
+def test_a_server_that_is_down_gives_no_reader() -> None:
+    with pytest.raises(LLMError, match="kgqa llm serve"):
+        make_llm("http://127.0.0.1:9/v1", LLMSettings())
+    assert make_llm("auto", LLMSettings(base_url="http://127.0.0.1:9/v1")) is None
+
+
+# -- against the real server: the grammar bounds the choice ------------------------------------
+def _reader(server: ServerHandle, *, full: bool = False) -> Reader:
+    # one request takes 5-60 s on 2 cores shared with other work
+    settings = LLMSettings(base_url=server.base_url, model=server.model, timeout_s=300)
+    return Reader(ChatModel(settings), full=full)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_the_real_reader_picks_a_candidate_it_was_shown(
+    llamacpp_server: ServerHandle,
+    assistant: Assistant,  # noqa: F811
+    question: str,
+) -> None:
+    reading = _reading(assistant, question)
+    verdict = _reader(llamacpp_server).read(reading)
+    assert verdict.model == llamacpp_server.model
+    assert verdict.pick is None or verdict.pick in reading.candidates
+
+
+def test_the_full_reader_streams_its_sentence_and_the_answer_is_verified(
+    llamacpp_server: ServerHandle,
+    assistant: Assistant,  # noqa: F811
+    grounded: Callable[[Answer], None],
+) -> None:
+    reading_assistant = assistant.with_llm(_reader(llamacpp_server, full=True))
+    events = list(reading_assistant.ask_stream(QUESTIONS[0]))
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "graph" and kinds[-1] == "final"
+    final = events[-1].answer
+    assert final is not None
+    if final.backend.startswith("llm:"):
+        assert "delta" in kinds
+        grounded(final)
+    else:  # the graph answer stands, with the typed reason
+        assert final.fallback is not None and final.fallback.kind.is_llm, final.notes
