@@ -58,6 +58,13 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from qa.cli import offline_vllm_environment
     from qa.schema import FallbackKind
 
+    if not args.json:
+        from qa.session import rejection_of
+
+        rejection = rejection_of(args.question)
+        if rejection is not None:  # said once, in the question's language; nothing is opened
+            print(f"kgqa: {rejection.message}", file=sys.stderr)
+            return 2
     offline_vllm_environment(args.llm)
     _ensure_store(settings)
     assistant = Assistant.open(

@@ -83,7 +83,9 @@ def test_question_shows_recommendation_citations_and_subgraph(
     svg.wait_for(timeout=TIMEOUT_MS)
     assert svg.locator("g.kgqa-node").count() >= 2
     assert svg.locator("g.kgqa-edge").count() >= 1
-    types = set(svg.evaluate("s => [...s.querySelectorAll('g.kgqa-node')].map(g => g.dataset.type)"))
+    types = set(
+        svg.evaluate("s => [...s.querySelectorAll('g.kgqa-node')].map(n => n.dataset.type)")
+    )
     legend = page.locator("#kgqa-picture .kgqa-legend-item")
     assert {legend.nth(i).get_attribute("data-type") for i in range(legend.count())} == types
     assert question in page.locator("#kgqa-chat").inner_text()

@@ -1,6 +1,7 @@
 """Chat turns over a real store: follow-ups are read against the previous turn; a rejected
-question changes nothing but the feedback line; an LLM's text streams after the graph answer. The LLM here is a scripted `LLMAnswerer` (no model server is needed to test the streaming
-order; the real answerer goes through the same seam)."""
+question changes nothing but the feedback line; an LLM's text streams after the graph answer. The
+LLM here is a scripted `LLMAnswerer` (no model server is needed to test the streaming order; the
+real answerer goes through the same seam)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_rejected_question_changes_nothing_but_the_feedback(assistant: Assistant
     skipped = {"__type__": "update"}
     assert messages == panel == picture == box == skipped and state == Conversation()
     assert "问题太长了" in feedback and feedback.count("kgqa-feedback") == 1
-    empty = list(chat_turn(assistant, "  ", [], Conversation(), "zh"))[0][5]
+    empty = next(chat_turn(assistant, "  ", [], Conversation(), "zh"))[5]
     assert "请输入一个问题" in empty
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import xml.etree.ElementTree as ET
 
@@ -76,7 +77,7 @@ def test_star_layout_gives_every_neighbour_its_own_row() -> None:
     assert len(left) == len(right) == 10  # the longer side gives its overflow to the other
     for side in (left, right):
         rows = sorted(b.y for b in side)
-        assert all(lower - upper > centre.h for upper, lower in zip(rows, rows[1:], strict=False))
+        assert all(lower - upper > centre.h for upper, lower in itertools.pairwise(rows))
 
 
 def test_labels_never_overlap_nodes_or_each_other() -> None:
@@ -90,7 +91,7 @@ def test_labels_never_overlap_nodes_or_each_other() -> None:
         assert layout.overlaps() == []
         assert all(e.label is not None for e in layout.edges), "every label found a place"
         inside = all(
-            0 <= n.x - n.w / 2 and n.x + n.w / 2 <= layout.width and 0 <= n.y - n.h / 2
+            n.x - n.w / 2 >= 0 and n.x + n.w / 2 <= layout.width and n.y - n.h / 2 >= 0
             for n in layout.nodes
         )
         assert inside

@@ -30,9 +30,7 @@ def test_follow_up_replaces_the_hardware_and_changes_the_answer(assistant: Assis
     assert chat.last is not None
     assert chat.last.asked == "What about NVIDIA GPUs?"
     assert chat.last.read_as == "Which inference engine runs on NVIDIA GPUs?"
-    assert [t.read_as for t in chat.conversation.turns][0] == (
-        "Which inference engine runs on Ascend NPUs?"
-    )
+    assert chat.conversation.turns[0].read_as == "Which inference engine runs on Ascend NPUs?"
 
 
 def test_chinese_follow_up_replaces_the_hardware(assistant: Assistant) -> None:
