@@ -268,10 +268,13 @@ def layered_layout(
     ordered = _order_columns(dict(columns), edges)
     layer = {n: c for c, nodes in ordered.items() for n in nodes}
     gaps: dict[int, float] = defaultdict(lambda: _MIN_COL_GAP)
+    crossing: dict[int, int] = defaultdict(int)
     for (source, target), group in _merged(edges).items():
         first = min(layer[source], layer[target])
         words = shorten(_relation_words([e.relation for e in group], lang), _MAX_EDGE_LABEL)
-        gaps[first] = max(gaps[first], text_px(words, EDGE_FONT) + 40)
+        crossing[first] += 1
+        # room for the widest label, and more for many lines: their labels spread along them
+        gaps[first] = max(gaps[first], text_px(words, EDGE_FONT) + 40, 24.0 * crossing[first])
     pitch = _NODE_H + _ROW_GAP
     tallest = max(len(nodes) for nodes in ordered.values())
     boxes: list[NodeBox] = []
@@ -282,7 +285,9 @@ def layered_layout(
         offset = (tallest - len(nodes)) * pitch / 2
         for row, node in enumerate(nodes):
             y = _MARGIN + offset + row * pitch + _NODE_H / 2
-            boxes.append(_box(graph, node, x + width / 2, y))
+            # a column's boxes are as wide as its widest: lines leave and reach them at one x
+            box = _box(graph, node, x + width / 2, y)
+            boxes.append(box.model_copy(update={"w": width}))
         x += width + gaps[column]
     return boxes
 
@@ -354,8 +359,21 @@ def _anchor(box: NodeBox, toward_x: float, toward_y: float) -> tuple[float, floa
 
 
 def segment(where: dict[str, NodeBox], source: str, target: str) -> tuple[float, ...]:
-    """The line between two laid-out nodes, from border to border."""
+    """The line between two laid-out nodes: from the middle of the side of one that faces the
+    other to the middle of the other's facing side when they stand apart left and right (boxes
+    of a column share the edge the lines reach, so no line crosses a box of its own column),
+    else from border to border toward their centres.
+
+    >>> a = NodeBox(id="a", label="a", type="Tool", x=50, y=50, w=40)
+    >>> b = NodeBox(id="b", label="b", type="Tool", x=200, y=10, w=60)
+    >>> segment({"a": a, "b": b}, "a", "b")
+    (70.0, 50.0, 170.0, 10.0)
+    """
     a, b = where[source], where[target]
+    if a.x + a.w / 2 < b.x - b.w / 2:
+        return a.x + a.w / 2, a.y, b.x - b.w / 2, b.y
+    if b.x + b.w / 2 < a.x - a.w / 2:
+        return a.x - a.w / 2, a.y, b.x + b.w / 2, b.y
     x1, y1 = _anchor(a, b.x, b.y)
     x2, y2 = _anchor(b, a.x, a.y)
     return x1, y1, x2, y2

@@ -112,7 +112,11 @@ def test_first_page_says_what_the_store_holds_with_examples_drawn_from_it(
     assert [q.strip() for q in listed] == [q.strip() for q in examples]
     page.screenshot(path=str(artifacts / "ui-own-first-page.png"), full_page=True)
     page.locator("#kgqa-examples button").first.click()
-    assert page.locator("#kgqa-question textarea").input_value().strip() == examples[0].strip()
+    page.wait_for_function(  # an example fills the question box
+        "(q) => document.querySelector('#kgqa-question textarea').value.trim() === q",
+        arg=examples[0].strip(),
+        timeout=TIMEOUT_MS,
+    )
     page.locator("#kgqa-send").click()
     page.locator('#kgqa-answer [data-turn="1"] .kgqa-backend').wait_for(timeout=TIMEOUT_MS)
     assert page.locator("#kgqa-answer .kgqa-abstained").count() == 0  # an example is answered
