@@ -380,9 +380,9 @@ def segment(where: dict[str, NodeBox], source: str, target: str) -> tuple[float,
 
 
 #: positions along an edge to try for its label (0 = its start), best first
-_ALONG = (0.5, 0.38, 0.62, 0.28, 0.72, 0.18, 0.82)
+_ALONG = (0.5, 0.38, 0.62, 0.28, 0.72, 0.18, 0.82, 0.44, 0.56, 0.33, 0.67, 0.23, 0.77, 0.12, 0.88)
 _NEAR_START = (0.3, 0.4, 0.22, 0.5, 0.6, 0.15, 0.7)
-_NUDGE = (0.0, -_LABEL_H - 2, _LABEL_H + 2)
+_NUDGE = (0.0, -_LABEL_H / 2 - 1, _LABEL_H / 2 + 1, -_LABEL_H - 2, _LABEL_H + 2)
 
 
 def place_labels(
@@ -391,7 +391,8 @@ def place_labels(
     near_start: bool = False,
 ) -> list[Rect | None]:
     """For each segment `((x1, y1, x2, y2), text)`, the box of its label: the first position
-    along it (nudged up or down if need be) that meets no node and no label placed before;
+    along it (nudged up or down, or set beside it, if need be) that meets no node and no label
+    placed before;
     None when there is none. `near_start`: prefer the start of the segment (the neighbour's end
     of an edge in a star, where rows are far apart)."""
     taken = [n.rect for n in nodes]
@@ -400,9 +401,14 @@ def place_labels(
         w, h = text_px(text, EDGE_FONT) + 6, _LABEL_H
         found = None
         along = _NEAR_START if near_start else _ALONG
-        for nudge in _NUDGE:
+        # on the line, a little above or below it, then beside it (a short upright line
+        # between two boxes of one column, or the way back of a pair drawn both ways)
+        offsets = [(0.0, dy) for dy in _NUDGE] + [
+            (dx, 0.0) for step in (0.5, 1.0, 1.5) for dx in (step * w + 10, -step * w - 10)
+        ]
+        for dx, dy in offsets:
             for t in along:
-                box = Rect(x=x1 + (x2 - x1) * t, y=y1 + (y2 - y1) * t + nudge, w=w, h=h)
+                box = Rect(x=x1 + (x2 - x1) * t + dx, y=y1 + (y2 - y1) * t + dy, w=w, h=h)
                 if not any(box.meets(other, _CLEAR) for other in taken):
                     found = box
                     break
@@ -420,8 +426,10 @@ def layout_edges(
     """Nodes, lines and placed labels of `edges` (layered, or a star around `focus`), moved so
     that everything drawn starts at (_MARGIN, _MARGIN)."""
     merged = _merged(edges)
-    flat = [group[0] for group in merged.values()]
-    boxes = star_layout(graph, focus, flat, lang) if focus else layered_layout(graph, flat, lang)
+    if focus:
+        boxes = star_layout(graph, focus, [group[0] for group in merged.values()], lang)
+    else:  # every relation of a pair: the gap is as wide as their joint label
+        boxes = layered_layout(graph, [e for group in merged.values() for e in group], lang)
     where = {b.id: b for b in boxes}
     drawn: list[DrawnEdge] = []
     segments = []
