@@ -29,7 +29,7 @@ from ingest.link import link_corpus
 from ingest.link_cache import LinkCache
 from ingest.load import LoadResult, iter_corpus
 from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
-from ingest.merge import merge_extractions
+from ingest.merge import DroppedRelation, merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
@@ -114,7 +114,11 @@ class IngestReport(BaseModel):
     skipped: list[Skipped] = Field(default_factory=list)
     failed: list[Skipped] = Field(default_factory=list)
     embedded_chunks: int = Field(0, description="chunk texts embedded (not found in a cache)")
-    dropped_relations: int = 0
+    dropped_relations: int = Field(0, description="claims the graph does not keep (`dropped`)")
+    dropped: list[DroppedRelation] = Field(
+        default_factory=list,
+        description="each dropped claim: its ends and their types, its evidence, and why",
+    )
     stats: GraphStats | None = None
     seconds: StageSeconds = Field(default_factory=StageSeconds)
 
@@ -490,7 +494,7 @@ class _Run:
         )
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)
-        report.dropped_relations = dropped
+        report.dropped_relations, report.dropped = len(dropped), dropped
         self.writer.put_graph(graph)
         lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
         lexical.add_terms(lexicon.all_surfaces() + [e.name for e in graph.entities()])

@@ -10,6 +10,7 @@ holds the same tables as a JSON object)::
     [kgqa]
     store = "/data/store"
     embedder = "e5-int8"
+    examples = ["Which inference engine runs on AMD GPUs?"]
 
     [llm]
     base_url = "http://127.0.0.1:8000/v1"
@@ -132,6 +133,10 @@ class Settings(BaseSettings):
         default=False, description="let onnxruntime's threads spin between operators"
     )
     ui_auth: SecretStr | None = Field(default=None, description="USER:PASSWORD for `kgqa ui`")
+    examples: list[str] = Field(
+        default_factory=list,
+        description="example questions `kgqa ui` offers (default: drawn from the store)",
+    )
     vllm_python: str | None = Field(
         default=None, description="the interpreter of vLLM's environment (default: found)"
     )

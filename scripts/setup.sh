@@ -13,7 +13,10 @@ cd "$repo"
 python="${PYTHON:-python3}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-pip=(.venv/bin/python -m pip install -q)
+# -qq: errors only. A first install is not a wall of notices: no progress, no build-backend
+# notes (setuptools' "Editable installation" note), no warnings about index locations that a
+# machine's pip configuration names but does not have.
+pip=(.venv/bin/python -m pip install -qq)
 "${pip[@]}" --upgrade pip
 if [ "${1:-}" != "--tests" ]; then
     "${pip[@]}" -e .

@@ -10,30 +10,44 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ui.app import DEFAULT_EXAMPLES, build_app, explore, find_entity, launch_app
-    from ui.graphview import edges_svg
-    from ui.session import ChatState, resolve_question
+    from ui.app import build_app, launch_app
+    from ui.evidence import display_quote, group_quotes
+    from ui.examples import read_examples, store_examples
+    from ui.explorer import explore, find_entity, suggest
+    from ui.graphview import edges_svg, legend_html
+    from ui.layout import layout_edges
+    from ui.overview import store_overview
 
 __all__ = [
-    "DEFAULT_EXAMPLES",
-    "ChatState",
     "build_app",
+    "display_quote",
     "edges_svg",
     "explore",
     "find_entity",
+    "group_quotes",
     "launch_app",
-    "resolve_question",
+    "layout_edges",
+    "legend_html",
+    "read_examples",
+    "store_examples",
+    "store_overview",
+    "suggest",
 ]
 
 _HOME = {
-    "DEFAULT_EXAMPLES": "ui.app",
     "build_app": "ui.app",
-    "explore": "ui.app",
-    "find_entity": "ui.app",
     "launch_app": "ui.app",
+    "display_quote": "ui.evidence",
+    "group_quotes": "ui.evidence",
+    "read_examples": "ui.examples",
+    "store_examples": "ui.examples",
+    "explore": "ui.explorer",
+    "find_entity": "ui.explorer",
+    "suggest": "ui.explorer",
     "edges_svg": "ui.graphview",
-    "ChatState": "ui.session",
-    "resolve_question": "ui.session",
+    "legend_html": "ui.graphview",
+    "layout_edges": "ui.layout",
+    "store_overview": "ui.overview",
 }
 
 

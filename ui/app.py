@@ -4,11 +4,16 @@
 (127.0.0.1, optional authentication, no files served from outside the app, no analytics, no
 share link).
 
-The chat streams: the graph composer's answer appears at once, then, when the assistant has an LLM,
-the LLM's text streams in below it and its verified final answer replaces it. The endpoint
-`/ask` (`api_name="ask"`) takes the question text and returns the Answer object as JSON.
-Analytics are off through the app itself (`gr.Blocks(analytics_enabled=False)`), not through the
-process environment.
+The first page says what the store holds and what to ask it (`ui.overview`), with example
+questions drawn from the store (`ui.examples`) unless the caller gives its own. The chat streams
+(`ui.chat`): the graph composer's answer appears at once, then, when the assistant has an LLM,
+the LLM's text streams in below it and its verified final answer replaces it; a follow-up is read
+against the previous turn ("New chat" starts afresh). The question box counts characters as they
+are typed, and a question that cannot be asked gets one message under it. The explorer finds an
+entity by a name, an alias or a misspelling (with suggestions) or from the list of all entities.
+The endpoint `/ask` (`api_name="ask"`) takes the question text and returns the Answer object as
+JSON. Analytics are off through the app itself (`gr.Blocks(analytics_enabled=False)`), not
+through the process environment.
 """
 
 from __future__ import annotations
@@ -19,137 +24,27 @@ from typing import Any
 import gradio as gr
 from gradio.events import api as gradio_api
 
-from kg.errors import QuestionError
 from qa.api import Assistant
-from qa.schema import Answer, PathEdge
-from ui.graphview import edges_svg
-from ui.panels import (
-    CSS,
-    Lang,
-    answer_panel,
-    explorer_panel,
-    lang_of,
-    not_found_panel,
-    status_line,
-    subgraph_panel,
-    t,
-    text_lang,
+from qa.session import Conversation
+from qa.understand import MAX_QUESTION_CHARS
+from ui.chat import ChatOutputs, Message, chat_turn, request_language
+from ui.examples import store_examples
+from ui.explorer import entity_names, explore, find_entity
+from ui.overview import overview_panel, store_overview
+from ui.panels import CSS, Lang, status_line, t
+
+__all__ = ["build_app", "explore", "find_entity", "launch_app"]
+
+#: the question box's character counter, run in the browser on every change
+_COUNTER_JS = f"""(text) => {{
+  const n = [...(text || "")].length;
+  const over = n > {MAX_QUESTION_CHARS};
+  return `<div class="kgqa-counter" data-count="${{n}}"><span class="${{over ? "kgqa-over" : ""}}">`
+    + `${{n}} / {MAX_QUESTION_CHARS}</span></div>`;
+}}"""
+_COUNTER_START = (
+    f'<div class="kgqa-counter" data-count="0"><span class="">0 / {MAX_QUESTION_CHARS}</span></div>'
 )
-from ui.session import ChatState, resolve_question
-
-__all__ = ["DEFAULT_EXAMPLES", "build_app", "explore", "find_entity", "launch_app"]
-
-DEFAULT_EXAMPLES: tuple[str, ...] = (
-    "我想复现一篇顶会论文的代码，应该选哪个深度学习框架？",
-    "要在 NVIDIA GPU 上做低延迟推理部署，用什么推理引擎？",
-    "Which framework should I learn first as a beginner?",
-    "What should I use to train a model that does not fit on one GPU?",
-)
-_EXPLORER_EDGE_LIMIT = 40
-_PICTURE_EDGE_LIMIT = 24
-
-Message = dict[str, str]
-ChatOutputs = tuple[list[Message], str, str, ChatState, str]
-
-
-def find_entity(assistant: Assistant, query: str) -> str | None:
-    """The node id a search names: an id, a name or alias (zh or en), or a name containing it."""
-    graph = assistant.graph
-    query = query.strip()
-    if not query:
-        return None
-    entry = assistant.lexicon.lookup(query)
-    surfaces = [query, *([entry.name, *entry.aliases] if entry is not None else [])]
-    for surface in surfaces:
-        node = surface if surface in graph else graph.find(surface)
-        if node is not None:
-            return node
-    if entry is not None and entry.id in graph:
-        return entry.id
-    # a lexicon entity absent from the graph (an organisation) still finds the nodes named after it
-    for surface in surfaces:
-        folded = surface.casefold()
-        hits = sorted(
-            (len(e.name), e.id)
-            for e in graph.entities()
-            if folded in e.name.casefold() or any(folded in a.casefold() for a in e.aliases)
-        )
-        if hits:
-            return hits[0][1]
-    return None
-
-
-def _edges_of(assistant: Assistant, node: str) -> list[PathEdge]:
-    graph = assistant.graph
-    relations = graph.out_relations(node) + graph.in_relations(node)
-    return [
-        PathEdge(source=r.source, relation=r.relation.value, target=r.target, evidence=r.evidence)
-        for r in relations
-    ]
-
-
-def explore(assistant: Assistant, query: str) -> tuple[str, str]:
-    """The explorer's picture and evidence list for a search (zh or en)."""
-    lang = text_lang(query)
-    node = find_entity(assistant, query)
-    if node is None:
-        return "", not_found_panel(query, lang)
-    edges = _edges_of(assistant, node)[:_EXPLORER_EDGE_LIMIT]
-    name = assistant.graph.entity(node).name
-    svg = edges_svg(assistant.graph, edges[:_PICTURE_EDGE_LIMIT], lang, focus=node, title=name)
-    return subgraph_panel(svg, lang, "neighbourhood"), explorer_panel(
-        assistant.graph, node, edges, lang
-    )
-
-
-def _question_lang(assistant: Assistant, text: str) -> Lang:
-    try:
-        return lang_of(assistant.understand(text).language)
-    except QuestionError:
-        return text_lang(text)
-
-
-def _cited_picture(assistant: Assistant, answer: Answer, lang: Lang) -> str:
-    edges = [edge for citation in answer.citations for edge in citation.path]
-    svg = edges_svg(assistant.graph, edges[:_PICTURE_EDGE_LIMIT], lang, title=answer.question)
-    return subgraph_panel(svg, lang)
-
-
-def chat_turn(
-    assistant: Assistant, message: str, history: list[Message], state: ChatState
-) -> Iterator[ChatOutputs]:
-    """One chat turn, streamed: (messages, answer panel, subgraph panel, state, textbox)."""
-    if not message or not message.strip():
-        yield history, "", "", state, ""
-        return
-    asked = resolve_question(assistant, message, state.previous)
-    lang = _question_lang(assistant, asked)
-    reading = (
-        "" if asked == message else f"_({'理解为' if lang == 'zh' else 'read as'}: {asked})_\n\n"
-    )
-    history = [*history, {"role": "user", "content": message}]
-    state = ChatState(questions=[*state.questions, asked])
-    yield [*history, {"role": "assistant", "content": "…"}], "", "", state, ""
-    graph_text, llm_text, panel, picture = "", "", "", ""
-    for event in assistant.ask_stream(asked):
-        if event.kind == "delta":
-            llm_text += event.text
-        elif event.answer is not None:
-            answer = event.answer
-            if event.kind == "graph":
-                graph_text = reading + answer.answer
-                llm_text = t("llm_pending", lang)
-            elif graph_text:  # the LLM's verified final answer after the graph answer
-                llm_text = answer.answer
-            else:
-                graph_text = reading + answer.answer
-            turn = len(state.questions)  # lets a page (and the browser tests) tell turns apart
-            panel = f'<div data-turn="{turn}">{answer_panel(assistant.graph, answer, lang)}</div>'
-            picture = _cited_picture(assistant, answer, lang)
-        messages = [*history, {"role": "assistant", "content": graph_text}]
-        if llm_text:
-            messages.append({"role": "assistant", "content": f"**LLM**\n\n{llm_text}"})
-        yield messages, panel, picture, state, ""
 
 
 def _ask_endpoint(assistant: Assistant) -> Any:
@@ -163,57 +58,112 @@ def _ask_endpoint(assistant: Assistant) -> Any:
 def build_app(
     assistant: Assistant,
     *,
-    examples: Sequence[str] = DEFAULT_EXAMPLES,
+    examples: Sequence[str] | None = None,
     concurrency: int = 8,
 ) -> gr.Blocks:
-    """The Blocks app over one assistant (which is read-only and thread-safe)."""
+    """The Blocks app over one assistant (which is read-only and thread-safe). `examples`
+    default to questions drawn from the store (`ui.examples.store_examples`)."""
+    shown = list(examples) if examples is not None else store_examples(assistant)
+    overview = store_overview(assistant)
+    first: dict[Lang, str] = {lang: overview_panel(overview, shown, lang) for lang in ("zh", "en")}
+    names = entity_names(assistant)
     demo: gr.Blocks
     with gr.Blocks(title="kgqa", analytics_enabled=False) as demo:
         gr.HTML(status_line(assistant.status()), elem_id="kgqa-status-line")
-        with gr.Tab("Ask 提问", id="ask"), gr.Row():
-            with gr.Column(scale=5):
-                chatbot = gr.Chatbot(
-                    elem_id="kgqa-chat", height=520, label="kgqa", feedback_options=None
-                )
-                question = gr.Textbox(
-                    elem_id="kgqa-question",
-                    show_label=False,
-                    placeholder="问一个选型问题… / Ask a selection question…",
-                    lines=1,
-                )
-                with gr.Row():
-                    send = gr.Button("Ask 提问", variant="primary", elem_id="kgqa-send")
-                    clear = gr.Button("New chat 新对话", elem_id="kgqa-clear")
-                gr.Examples(
-                    examples=[[q] for q in examples], inputs=question, label="Examples 示例"
-                )
-            with gr.Column(scale=4):
-                panel = gr.HTML(elem_id="kgqa-answer")
-                picture = gr.HTML(elem_id="kgqa-picture")
+        with gr.Tab("Ask 提问", id="ask"):
+            with gr.Row():
+                with gr.Column(scale=5):
+                    chatbot = gr.Chatbot(
+                        elem_id="kgqa-chat", height=520, label="kgqa", feedback_options=None
+                    )
+                    question = gr.Textbox(
+                        elem_id="kgqa-question",
+                        show_label=False,
+                        placeholder="问一个选型问题… / Ask a selection question…",
+                        lines=2,
+                        max_lines=6,
+                    )
+                    with gr.Row(equal_height=True):
+                        feedback = gr.HTML(elem_id="kgqa-feedback-line")
+                        counter = gr.HTML(_COUNTER_START, elem_id="kgqa-counter-line")
+                    with gr.Row():
+                        send = gr.Button("Ask 提问", variant="primary", elem_id="kgqa-send")
+                        clear = gr.Button("New chat 新对话", elem_id="kgqa-clear")
+                    if shown:
+                        gr.Examples(
+                            examples=[[q] for q in shown],
+                            inputs=question,
+                            label="Examples from this store 示例（来自本知识库）",
+                            elem_id="kgqa-examples",
+                        )
+                with gr.Column(scale=4):
+                    panel = gr.HTML(first["en"], elem_id="kgqa-answer")
+            picture = gr.HTML(elem_id="kgqa-picture")
         with gr.Tab("Graph explorer 图谱浏览", id="explore"):
             with gr.Row():
                 search = gr.Textbox(
-                    elem_id="kgqa-search", show_label=False, placeholder="PyTorch, 英伟达, vLLM…"
+                    elem_id="kgqa-search",
+                    show_label=False,
+                    placeholder="PyTorch, 英伟达, vLLM…",
+                    scale=4,
                 )
-                go = gr.Button("Search 搜索", elem_id="kgqa-search-go")
+                go = gr.Button("Search 搜索", elem_id="kgqa-search-go", scale=1)
+                listed = gr.Dropdown(
+                    choices=names,
+                    value=None,
+                    label=f"{t('entity_list', 'en')} {t('entity_list', 'zh')} ({len(names)})",
+                    filterable=True,
+                    elem_id="kgqa-entity-list",
+                    scale=3,
+                )
+            suggestions = gr.Radio(
+                choices=[],
+                label=f"{t('suggestions', 'en')} {t('suggestions', 'zh')}",
+                visible=False,
+                elem_id="kgqa-suggestions",
+            )
             entity_picture = gr.HTML(elem_id="kgqa-entity-picture")
             entity_panel = gr.HTML(elem_id="kgqa-entity-panel")
-        state = gr.State(ChatState())
+        state = gr.State(Conversation())
 
-        def turn(message: str, history: list[Message], session: ChatState) -> Iterator[ChatOutputs]:
-            yield from chat_turn(assistant, message, history or [], session)
+        def turn(
+            message: str,
+            history: list[Message],
+            conversation: Conversation,
+            request: gr.Request,
+        ) -> Iterator[ChatOutputs]:
+            yield from chat_turn(
+                assistant, message, history or [], conversation, request_language(request)
+            )
 
-        outputs = [chatbot, panel, picture, state, question]
+        def fresh(request: gr.Request) -> tuple[Any, ...]:
+            return [], first[request_language(request)], "", Conversation(), "", ""
+
+        def look_up(query: str) -> tuple[Any, ...]:
+            found = explore(assistant, query or "")
+            radio = gr.Radio(choices=found.suggestions, value=None, visible=bool(found.suggestions))
+            return found.picture, found.panel, radio
+
+        def pick(name: str | None) -> tuple[Any, ...]:
+            if not name:
+                return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return (name, *look_up(name))
+
+        outputs = [chatbot, panel, picture, state, question, feedback]
         for trigger in (send.click, question.submit):
             trigger(turn, [question, chatbot, state], outputs, api_visibility="private")
-        clear.click(lambda: ([], "", "", ChatState(), ""), None, outputs, api_visibility="private")
+        clear.click(fresh, None, outputs, api_visibility="private")
+        question.change(None, [question], [counter], js=_COUNTER_JS, api_visibility="private")
+
+        def welcome(request: gr.Request) -> str:
+            return first[request_language(request)]
+
+        demo.load(welcome, None, [panel], api_visibility="private")
+        found = [entity_picture, entity_panel, suggestions]
         for trigger in (go.click, search.submit):
-            trigger(
-                lambda q: explore(assistant, q),
-                [search],
-                [entity_picture, entity_panel],
-                api_visibility="private",
-            )
+            trigger(look_up, [search], found, api_visibility="private")
+        for chooser in (suggestions, listed):
+            chooser.input(pick, [chooser], [search, *found], api_visibility="private")
         gradio_api(_ask_endpoint(assistant), api_name="ask")
     demo.queue(default_concurrency_limit=concurrency)
     return demo
@@ -226,9 +176,11 @@ def launch_app(
     port: int = 7860,
     auth: tuple[str, str] | None = None,
     block: bool = True,
+    examples: Sequence[str] | None = None,
 ) -> gr.Blocks:
-    """Serve the app. Nothing outside the app is served (`allowed_paths=[]`), no share link."""
-    demo = build_app(assistant)
+    """Serve the app. Nothing outside the app is served (`allowed_paths=[]`), no share link.
+    `examples`: the example questions (default: drawn from the store)."""
+    demo = build_app(assistant, examples=examples)
     demo.launch(
         server_name=host,
         server_port=port,

@@ -6,6 +6,7 @@ markup. Labels follow the question's language (`Lang`: "zh" for Chinese and mixe
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Literal
 
@@ -13,15 +14,21 @@ from kg.graph import KnowledgeGraph
 from qa.api import StoreStatus
 from qa.render import format_edge
 from qa.schema import Answer, Language, PathEdge
+from ui.evidence import QuoteGroup, group_quotes
+from ui.graphview import legend_html
 
 __all__ = [
     "Lang",
     "answer_panel",
     "explorer_panel",
+    "feedback_html",
     "lang_of",
+    "not_found_panel",
+    "quotes_html",
     "status_line",
     "subgraph_panel",
     "t",
+    "text_lang",
 ]
 
 Lang = Literal["zh", "en"]
@@ -39,12 +46,38 @@ _TEXT: dict[str, tuple[str, str]] = {
     "notes": ("说明", "Notes"),
     "backend": ("回答来源", "Answered by"),
     "not_found": ("图中没有找到这个实体：", "No entity in the graph matches:"),
+    "did_you_mean": ("您是不是要找：", "Did you mean:"),
     "neighbourhood": ("邻居与证据", "Neighbours and evidence"),
+    "neighbourhood_picture": ("关系图", "Neighbourhood"),
+    "supports": ("支持的路径", "Supports"),
+    "path": ("路径", "path"),
+    "verbatim": ("原文（逐字）", "verbatim"),
     "section": ("章节", "section"),
     "passed": ("通过", "passed"),
     "failed": ("失败", "failed"),
     "skipped": ("未执行", "skipped"),
     "llm_pending": ("LLM 正在补充回答…", "The LLM is adding its answer…"),
+    "read_as": ("理解为", "read as"),
+    "overview": ("这个知识库里有什么", "What this store holds"),
+    "store_counts": (
+        "{documents} 篇文档，{entities} 个实体，{relations} 条关系。",
+        "{documents} documents, {entities} entities, {relations} relations.",
+    ),
+    "languages": ("文档语言", "Languages"),
+    "documents": ("文档", "Documents"),
+    "and_more": ("……另有 {n} 篇", "… and {n} more"),
+    "top_entities": ("关系最多的实体", "Most connected entities"),
+    "edges_n": ("{n} 条关系", "{n} edges"),
+    "what_to_ask": ("可以这样问", "What to ask"),
+    "how_to_ask": (
+        "问一个选型问题（某个场景用什么、X 是否支持 Y、A 和 B 怎么选），"
+        "回答会引用文档原文和图中的路径；资料没有涉及的问题会被明确拒答。",
+        "Ask a selection question (what to use for a situation, whether X supports Y, A or B); "
+        "answers cite the documents' own words and the graph's paths, and questions the "
+        "documents do not cover are declined.",
+    ),
+    "entity_list": ("全部实体", "All entities"),
+    "suggestions": ("相近的名称", "Close names"),
 }
 
 
@@ -76,21 +109,52 @@ def text_lang(text: str) -> Lang:
     return "zh" if any("\u3400" <= ch <= "\u9fff" for ch in text) else "en"
 
 
-def _quote_html(edge: PathEdge, lang: Lang) -> str:
+def _where_html(group: QuoteGroup, lang: Lang) -> str:
+    ev = group.evidence
+    section = " › ".join(ev.heading_path) if ev.heading_path else ""
+    where = escape(ev.doc) + (f" · {t('section', lang)}: {escape(section)}" if section else "")
+    return f'<div class="kgqa-where">{where} [{ev.start}:{ev.end}]</div>'
+
+
+def _quote_block(group: QuoteGroup, lang: Lang) -> str:
+    """A quote as read (Markdown rendered to text); the verbatim span in its tooltip."""
+    verbatim = escape(f"{t('verbatim', lang)}: {group.evidence.quote}", quote=True)
+    return (
+        f'<blockquote class="kgqa-quote" title="{verbatim}">“{escape(group.text)}”'
+        f"{_where_html(group, lang)}</blockquote>"
+    )
+
+
+def quotes_html(
+    graph: KnowledgeGraph, paths: list[list[PathEdge]], lang: Lang, *, numbered: bool = True
+) -> str:
+    """Each quote once, under the edges it supports (with the numbers of their paths)."""
     items = []
-    for ev in edge.evidence[:2]:
-        section = " › ".join(ev.heading_path) if ev.heading_path else ""
-        where = escape(ev.doc) + (f" · {t('section', lang)}: {escape(section)}" if section else "")
+    for group in group_quotes(paths):
+        numbers = " ".join(str(n) for n in group.paths)
+        edges = "".join(
+            f'<li class="kgqa-edge-item">{escape(format_edge(graph, edge, lang))}</li>'
+            for edge in group.edges
+        )
+        tag = (
+            f'<span class="kgqa-paths">{t("path", lang)} '
+            + ", ".join(f"[{n}]" for n in group.paths)
+            + "</span>"
+            if numbered
+            else ""
+        )
+        kind = "kgqa-citation kgqa-quote-group" if numbered else "kgqa-quote-group"
         items.append(
-            f'<blockquote class="kgqa-quote">“{escape(ev.quote)}”'
-            f'<div class="kgqa-where">{where} [{ev.start}:{ev.end}]</div></blockquote>'
+            f'<div class="{kind}" data-paths="{numbers}">{tag}'
+            f'<ul class="kgqa-supports">{edges}</ul>{_quote_block(group, lang)}</div>'
         )
     return "".join(items)
 
 
 def _edge_html(graph: KnowledgeGraph, edge: PathEdge, lang: Lang) -> str:
     line = escape(format_edge(graph, edge, lang))
-    return f'<div class="kgqa-edge-item"><b>{line}</b>{_quote_html(edge, lang)}</div>'
+    quotes = "".join(_quote_block(g, lang) for g in group_quotes([[edge]]))
+    return f'<div class="kgqa-edge-item"><b>{line}</b>{quotes}</div>'
 
 
 def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
@@ -118,13 +182,11 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
             f'<div class="kgqa-conflict"><b>{t("conflict", lang)}</b><ul>{items}</ul></div>'
         )
     if answer.citations:
+        paths = [citation.path for citation in answer.citations]
         parts.append(
-            f'<h4>{t("citations", lang)} ({len(answer.citations)})</h4><ol class="kgqa-citations">'
+            f"<h4>{t('citations', lang)} ({len(paths)})</h4>"
+            f'<div class="kgqa-citations">{quotes_html(graph, paths, lang)}</div>'
         )
-        for citation in answer.citations:
-            edges = "".join(_edge_html(graph, e, lang) for e in citation.path)
-            parts.append(f'<li class="kgqa-citation">{edges}</li>')
-        parts.append("</ol>")
     elif not answer.abstained:
         parts.append(f"<p>{t('no_citations', lang)}</p>")
     if answer.snippets:
@@ -152,28 +214,45 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
 
 
 def subgraph_panel(svg: str, lang: Lang, heading: str = "subgraph") -> str:
-    """The subgraph picture under a heading (a `t` key); empty when there is nothing to draw."""
+    """The subgraph picture under a heading (a `t` key), with a legend of the node types it
+    shows; empty when there is nothing to draw."""
     if not svg:
         return ""
-    return f'<div class="kgqa-subgraph" id="kgqa-subgraph"><h4>{t(heading, lang)}</h4>{svg}</div>'
+    types = re.findall(r'class="kgqa-node" data-id="[^"]*" data-type="([^"]+)"', svg)
+    return (
+        f'<div class="kgqa-subgraph" id="kgqa-subgraph"><h4>{t(heading, lang)}</h4>'
+        f"{legend_html(types, lang)}{svg}</div>"
+    )
 
 
 def explorer_panel(graph: KnowledgeGraph, node: str, edges: list[PathEdge], lang: Lang) -> str:
-    """An entity's card: name, type, aliases, then each neighbouring edge with its evidence."""
+    """An entity's card: name, type, aliases, then each quote once under the edges it
+    supports."""
     entity = graph.entity(node)
     aliases = ", ".join(escape(a) for a in entity.aliases)
-    items = "".join(_edge_html(graph, edge, lang) for edge in edges)
+    quotes = quotes_html(graph, [[edge] for edge in edges], lang, numbered=False)
     return (
         f'<div class="kgqa-panel" id="kgqa-entity"><h3>{escape(entity.name)} '
         f"<small>[{escape(entity.type.value)}] {escape(entity.id)}</small></h3>"
         + (f"<p>{aliases}</p>" if aliases else "")
-        + f"<h4>{t('neighbourhood', lang)} ({len(edges)})</h4>{items}</div>"
+        + f"<h4>{t('neighbourhood', lang)} ({len(edges)})</h4>{quotes}</div>"
     )
 
 
-def not_found_panel(query: str, lang: Lang) -> str:
-    """What the explorer shows when nothing matches."""
-    return f'<div class="kgqa-panel kgqa-abstained">{t("not_found", lang)} {escape(query)}</div>'
+def not_found_panel(query: str, lang: Lang, suggestions: list[str] | None = None) -> str:
+    """What the explorer shows when nothing matches (with the names it might have meant)."""
+    text = f"{t('not_found', lang)} {escape(query)}"
+    if suggestions:
+        names = ", ".join(escape(s) for s in suggestions)
+        text += f'<div class="kgqa-did-you-mean">{t("did_you_mean", lang)} {names}</div>'
+    return f'<div class="kgqa-panel kgqa-abstained">{text}</div>'
+
+
+def feedback_html(message: str) -> str:
+    """The one message about a question that cannot be asked (empty: no message)."""
+    if not message:
+        return ""
+    return f'<div class="kgqa-feedback" role="alert">{escape(message)}</div>'
 
 
 def status_line(status: StoreStatus) -> str:
@@ -201,4 +280,19 @@ CSS = """
 .kgqa-skipped { background: #64748b; }
 .kgqa-backend { color: #64748b; font-size: 0.85em; margin-top: 8px; }
 .kgqa-subgraph { overflow-x: auto; }
+.kgqa-quote-group { margin: 6px 0 10px 0; }
+.kgqa-supports { margin: 2px 0; padding-left: 18px; font-weight: 600; font-size: 0.92em; }
+.kgqa-paths { color: #64748b; font-size: 0.8em; }
+.kgqa-legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 4px 0 8px 0;
+  font-size: 0.85em; color: #334155; }
+.kgqa-legend-item i { display: inline-block; width: 12px; height: 12px; margin-right: 4px;
+  border: 1px solid #475569; border-radius: 3px; vertical-align: -1px; }
+.kgqa-feedback { padding: 6px 10px; background: #fef2f2; border-left: 4px solid #dc2626;
+  border-radius: 6px; color: #7f1d1d; }
+.kgqa-counter { color: #64748b; font-size: 0.85em; text-align: right; }
+.kgqa-counter .kgqa-over { color: #dc2626; font-weight: 600; }
+.kgqa-overview h3 { margin-top: 0; }
+.kgqa-overview li { margin: 2px 0; }
+.kgqa-dot { display: inline-block; width: 10px; height: 10px; margin-right: 6px;
+  border: 1px solid #475569; border-radius: 50%; }
 """

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 __all__ = ["cmd_ask", "format_answer", "register"]
 
 
-def format_answer(answer: Answer) -> str:
-    """A readable answer: the Markdown text, then every cited path with its quotes and documents."""
+def format_answer(answer: Answer, store: str | None = None) -> str:
+    """A readable answer: the Markdown text, then every cited path with its quotes and
+    documents, then who answered (and from which store) in how long."""
     lines = [answer.answer, ""]
     if answer.citations:
         lines.append("Cited paths:")
@@ -28,7 +29,8 @@ def format_answer(answer: Answer) -> str:
                     lines.append(f"      “{ev.quote}” — {ev.doc} [{ev.start}:{ev.end}]")
     for note in answer.notes:
         lines.append(f"note: {note}")
-    lines.append(f"({answer.backend}, {answer.latency_ms:.0f} ms)")
+    where = f", store {store}" if store else ""
+    lines.append(f"({answer.backend}, {answer.latency_ms:.0f} ms{where})")
     return "\n".join(lines).strip()
 
 
@@ -56,13 +58,24 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from qa.cli import offline_vllm_environment
     from qa.schema import FallbackKind
 
+    if not args.json:
+        from qa.session import rejection_of
+
+        rejection = rejection_of(args.question)
+        if rejection is not None:  # said once, in the question's language; nothing is opened
+            print(f"kgqa: {rejection.message}", file=sys.stderr)
+            return 2
     offline_vllm_environment(args.llm)
     _ensure_store(settings)
     assistant = Assistant.open(
         settings.store, settings=settings, dense=not args.no_dense, llm=args.llm
     )
     answer = assistant.ask(args.question, use_llm=args.llm != "none")
-    print(answer.model_dump_json(indent=1) if args.json else format_answer(answer))
+    if args.json:
+        print(answer.model_dump_json(indent=1))
+    else:
+        status = assistant.status()
+        print(format_answer(answer, f"{status.store}: {status.documents} documents"))
     rejected = answer.fallback is not None and answer.fallback.kind is FallbackKind.REJECTED
     return 2 if rejected else 0
 

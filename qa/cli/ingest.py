@@ -81,13 +81,44 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if stats is not None:
         print(f"entities: {stats.entities}  " + _counts(stats.entities_by_type))
         print(f"relations: {stats.relations}  " + _counts(stats.relations_by_type))
-    if report.dropped_relations:
-        print(f"relations dropped as schema violations: {report.dropped_relations}")
+    if report.dropped:
+        print(_dropped_summary(report))
     for item in report.skipped:
         print(f"skipped {item.path}: {item.reason}")
     for item in report.failed:
         print(f"FAILED {item.path}: {item.reason}")
+    print(_next_steps(args, settings))
     return 0 if report.ok else 1
+
+
+def _dropped_summary(report: IngestReport, shown: int = 3) -> str:
+    """What the dropped relations are, a few of them, and where to see them all."""
+    lines = [
+        f"relations dropped as schema violations: {len(report.dropped)} (claims read from "
+        "the documents whose ends, once names are merged across documents, have types the "
+        "relation does not allow: the graph keeps no such edge; the sentence stays evidence "
+        "that answers can quote)"
+    ]
+    for item in report.dropped[:shown]:
+        where = f" [{item.doc}]" if item.doc else ""
+        lines.append(f"  {item.source} -{item.relation}-> {item.target}: {item.reason}{where}")
+    if len(report.dropped) > shown:
+        lines.append(f"  ... {len(report.dropped) - shown} more")
+    lines.append('  all of them, with their quotes: kgqa ingest --json (the "dropped" list)')
+    return "\n".join(lines)
+
+
+def _next_steps(args: argparse.Namespace, settings: Settings) -> str:
+    """How to ask this store: the same --store (or a kgqa.toml that names it)."""
+    from qa.config import Settings as Defaults
+
+    if args.store is None or Path(args.store) == Defaults().store:
+        return 'ask it: kgqa ask "QUESTION"   (the web app: kgqa ui)'
+    store = settings.store
+    return (
+        f'ask it: kgqa ask "QUESTION" --store {store}   (also kgqa ui / kgqa eval --store '
+        f'{store}; or put store = "{store}" under [kgqa] in ./kgqa.toml to make it the default)'
+    )
 
 
 def _counts(counts: dict[str, int]) -> str:

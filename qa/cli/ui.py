@@ -45,9 +45,26 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
     )
     if args.llm != "none":
         print(f"kgqa ui: answering backend {assistant.status().backend}", flush=True)
+    examples = _examples(args.examples, settings)
+    status = assistant.status()
+    print(
+        f"kgqa ui: store {status.store} ({status.documents} documents); examples "
+        + ("given" if examples is not None else "drawn from the store"),
+        flush=True,
+    )
     print(f"kgqa ui: http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
-    launch_app(assistant, host=args.host, port=args.port, auth=auth)
+    launch_app(assistant, host=args.host, port=args.port, auth=auth, examples=examples)
     return 0
+
+
+def _examples(path: Path | None, settings: Settings) -> list[str] | None:
+    """The example questions the user gave (`--examples FILE`, else `examples` in kgqa.toml);
+    None: draw them from the store."""
+    if path is not None:
+        from ui.examples import read_examples
+
+        return read_examples(path)
+    return list(settings.examples) or None
 
 
 def register(
@@ -72,5 +89,12 @@ def register(
     )
     ui.add_argument(
         "--no-dense", action="store_true", help="skip the embedding model (lexical retrieval only)"
+    )
+    ui.add_argument(
+        "--examples",
+        type=Path,
+        default=None,
+        help="example questions to offer: one per line, or JSON Lines with a question field "
+        "(default: `examples` in kgqa.toml, else questions drawn from the store)",
     )
     ui.set_defaults(func=cmd_ui)

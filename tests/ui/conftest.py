@@ -1,5 +1,6 @@
-"""Fixtures for the UI tests: a store built from the shipped corpus, the real `kgqa ui` server on a
-free 127.0.0.1 port (a subprocess), and a headless Debian Chromium driven by Playwright."""
+"""Fixtures for the UI tests: stores built from the shipped corpus and from small documents of a
+user's own (`own_corpus/`), the real `kgqa ui` server on a free 127.0.0.1 port (a subprocess),
+and a headless Debian Chromium driven by Playwright."""
 
 from __future__ import annotations
 
@@ -39,13 +40,11 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
-def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store built by `kgqa ingest` from the corpus's text documents."""
-    root = tmp_path_factory.mktemp("ui")
+def ingest(docs: list[Path], root: Path) -> Path:
+    """A store built by `kgqa ingest` from copies of `docs`."""
     corpus = root / "corpus"
     corpus.mkdir()
-    for doc in sorted((REPO / "corpus").glob("*.txt")):
+    for doc in docs:
         shutil.copy(doc, corpus / doc.name)
     store = root / "store"
     done = subprocess.run(
@@ -57,6 +56,24 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return store
+
+
+@pytest.fixture(scope="session")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store built by `kgqa ingest` from the corpus's text documents."""
+    docs = sorted((REPO / "corpus").glob("*.txt"))
+    return ingest(docs, tmp_path_factory.mktemp("ui"))
+
+
+#: Small documents written for these tests (made-up engines, English and Chinese): which engine
+#: runs where depends on the hardware, so that a follow-up that changes it changes the answer.
+OWN_CORPUS = Path(__file__).resolve().parent / "own_corpus"
+
+
+@pytest.fixture(scope="session")
+def own_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of a user's own documents (not the bundled articles)."""
+    return ingest(sorted(OWN_CORPUS.glob("*.md")), tmp_path_factory.mktemp("own"))
 
 
 def start_ui(store: Path, *extra: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -102,6 +119,15 @@ def ui_url(store_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """The app served by `kgqa ui` (lexical retrieval, to keep the shared test machine light)."""
     log = tmp_path_factory.mktemp("ui-log") / "ui.log"
     proc, url = start_ui(store_dir, "--no-dense", log=log)
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def own_ui_url(own_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app over the user's own store (examples drawn from it)."""
+    log = tmp_path_factory.mktemp("own-ui-log") / "ui.log"
+    proc, url = start_ui(own_store, "--no-dense", log=log)
     yield url
     stop(proc)
 
