@@ -1,7 +1,7 @@
 """Chat turns over a real store: follow-ups are read against the previous turn; a rejected
-question changes nothing but the feedback line; an LLM's text streams after the graph answer. The
-LLM here is a scripted `LLMAnswerer` (no model server is needed to test the streaming order; the
-real answerer goes through the same seam)."""
+question changes nothing but the feedback line; the reader's text streams after the graph answer.
+The reader here is a scripted `ReaderModel` (no model server is needed to test the streaming
+order; the real reader goes through the same seam)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,22 @@ from pathlib import Path
 import pytest
 
 from qa.api import Assistant
-from qa.schema import AnswerDraft, LLMAnswerer, Question
+from qa.decide import Reading, Verdict
 from qa.session import Conversation, Session
 from qa.understand import MAX_QUESTION_CHARS
 from ui.chat import chat_turn
 from ui.explorer import explore
 
 
-class ScriptedLLM(LLMAnswerer):
-    """Streams three deltas, then the graph's draft with its sentence on top."""
+class ScriptedLLM:
+    """Streams three deltas, then picks PyTorch with its first evidence and a sentence."""
 
     name = "scripted"
 
-    def stream(self, question: Question, draft: AnswerDraft) -> Iterator[str | AnswerDraft]:
+    def stream(self, reading: Reading) -> Iterator[str | Verdict]:
         yield from ("LLM ", "says ", "PyTorch.")
-        yield draft.model_copy(update={"prose": "LLM final: PyTorch.", "backend": "llm:scripted"})
+        pick = next(c for c in reading.candidates if c.name == "PyTorch")
+        yield Verdict(evidence=[1], pick=pick, sentence="LLM final: PyTorch.", model="scripted")
 
 
 @pytest.fixture(scope="module")
