@@ -186,7 +186,9 @@ def candidate_names(
 
     def add(name: str, entity: str | None = None) -> None:
         for part in split_alias(name) if entity is None else [name]:
-            part = part.strip().strip("：:，,。.;；")
+            part = part.strip().strip("：:，,。.;；\"'“”‘’")
+            if re.search(r'["\\\x00-\x1f]', part):
+                continue  # quotes and escapes inside a name: a string literal, not a name
             key = normalize_name(part)
             if not key or text_width(part) > MAX_WIDTH or not re.search(r"\w", part):
                 continue
