@@ -24,13 +24,13 @@ from ingest.embed import Embedder
 from ingest.embed.passages import PassageCache
 from ingest.embed.protocol import prepare
 from ingest.extract import extract_document
+from ingest.formats import document_blocks, reads_as_essay
 from ingest.lexical import LexicalIndex
 from ingest.link import link_corpus
 from ingest.link_cache import LinkCache
 from ingest.load import LoadResult, iter_corpus
-from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
-from ingest.structure import command_spans, parse_blocks
+from ingest.structure import command_spans
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
 from ingest.workers import Processed, default_workers, processed_in_order
@@ -122,7 +122,7 @@ class IngestReport(BaseModel):
     def ok(self) -> bool:
         """False when any document failed or was skipped for a reason worth an exit code.
 
-        A file that is not a document type kgqa reads (`.jsonl`, `.pdf`, ...) is listed in
+        A file that is not a document type kgqa reads (`.jsonl`, `.png`, ...) is listed in
         `skipped` but is not a failure: the bundled corpus holds one (the dev question set).
         """
         return not self.failed and not any(
@@ -134,8 +134,9 @@ class IngestReport(BaseModel):
 #: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence;
 #: 4: a table row carries its group label, and its section title is indexed; 5: a sentence takes
 #: the subject of the one before it within its paragraph only, a pronoun names no situation; 6: a
-#: table of ✅ and ❌ under named columns compares the columns.
-EXTRACTOR_VERSION = 6
+#: table of ✅ and ❌ under named columns compares the columns; 7: reStructuredText, MDX, notebooks
+#: and PDFs are read, Markdown's front matter and MyST's cell lines are no text.
+EXTRACTOR_VERSION = 7
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:
@@ -183,20 +184,14 @@ def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:
     return snippets
 
 
-def document_blocks(doc: Document) -> list[Block]:
-    """Structural blocks: the Markdown reader for Markdown and HTML, the plain-text one else."""
-    return parse_markdown(doc) if is_markdown(doc) else parse_blocks(doc)
-
-
 def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
     blocks = document_blocks(doc)
     # the structural extractor knows the structures of essays (decision trees, rankings, `A：B`
     # lists, arrow chains) and reads raw markup (links, code, badges) as names and situations:
     # a README is read by the unit linker alone (`link_corpus`, after all documents)
-    essay = not is_markdown(doc) or is_plain_essay(doc)
     extraction = (
         extract_document(doc, blocks, lexicon)
-        if essay
+        if reads_as_essay(doc)
         else Extraction(doc=doc.id, doc_hash=doc.hash)
     )
     return DocRecord(
