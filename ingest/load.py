@@ -20,6 +20,7 @@ from pathlib import Path
 import charset_normalizer
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ingest.context import MANIFEST_NAMES
 from ingest.formats import NOTEBOOK, PDF, media_type_of
 from kg.documents import Document
 from kg.errors import IngestError
@@ -177,7 +178,8 @@ def _ignore_patterns(root: Path) -> list[str]:
 
 
 def _corpus_files(root: Path) -> list[Path]:
-    """Non-hidden, non-ignored files under `root` (or `root` itself), sorted by relative path."""
+    """Non-hidden, non-ignored files under `root` (or `root` itself) but corpus manifests,
+    sorted by relative path."""
     if root.is_file():
         return [root]
     ignored = _ignore_patterns(root)
@@ -187,7 +189,9 @@ def _corpus_files(root: Path) -> list[Path]:
         for name in filenames:
             path = Path(dirpath) / name
             rel = path.relative_to(root).as_posix()
-            if not name.startswith(".") and not any(fnmatch.fnmatch(rel, p) for p in ignored):
+            if name.startswith(".") or name in MANIFEST_NAMES:
+                continue  # hidden, or what the folder is (`ingest.context`): no document
+            if not any(fnmatch.fnmatch(rel, p) for p in ignored):
                 found.append(path)
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 

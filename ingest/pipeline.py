@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ingest.chunk import chunk_document, chunk_embedding_text
 from ingest.code_repair import detect_language, repair_indentation
+from ingest.context import Project, Projects
 from ingest.embed import Embedder
 from ingest.embed.passages import PassageCache
 from ingest.embed.protocol import prepare
@@ -247,6 +248,7 @@ def ingest_corpus(
     max_bytes: int = 20 * 1024 * 1024,
     cache_dir: Path | None = None,
     workers: int | None = None,
+    project: str | None = None,
 ) -> IngestReport:
     """Build or update the store at `store_root` from the documents under `roots`.
 
@@ -254,10 +256,12 @@ def ingest_corpus(
     0: in this one) while this one embeds and writes them, in corpus order: the store does not
     depend on the number of workers. A chunk text is embedded once: vectors are taken from the
     previous version of a document, or kept under `cache_dir` (`ingest.embed.passages`), which
-    also holds other derived files (jieba's array dictionary)."""
+    also holds other derived files (jieba's array dictionary). The documents of a project's
+    docs folder share the project as subject (`ingest.context`; `project`: every document's)."""
     started = time.perf_counter()
     run = _Run(store_root, embedder, lexicon, embedder_spec, cache_dir, progress)
     results = list(iter_corpus(roots, max_bytes=max_bytes))
+    run.projects = _projects(results, Projects(project), run.report)
     run.report.seconds.read = time.perf_counter() - started
     carried = run.carried(results)
     todo = [r.document for r in results if r.document and r.document.id not in carried]
@@ -285,6 +289,22 @@ def ingest_corpus(
         run.finish()
     run.report.seconds.total = time.perf_counter() - started
     return run.report
+
+
+def _projects(
+    results: list[LoadResult], finder: Projects, report: IngestReport
+) -> dict[str, Project | None]:
+    """The project whose docs hold each document; an unusable manifest fails the ingest's
+    exit code (its folder is read as no one project's), the documents are ingested."""
+    found: dict[str, Project | None] = {}
+    for result in results:
+        doc = result.document
+        if doc is not None:
+            root = result.path.parents[len(Path(doc.id).parts) - 1]
+            found[doc.id] = finder.of(result.path, root)
+    for folder, reason in sorted(finder.problems.items()):
+        report.failed.append(Skipped(path=folder, reason=reason))
+    return found
 
 
 class _Run:
@@ -318,6 +338,7 @@ class _Run:
         self.report = IngestReport(store=str(store_root))
         self.passages = PassageCache(embedder, cache_dir)
         self.records: dict[str, DocRecord] = {}
+        self.projects: dict[str, Project | None] = {}
 
     def carried(self, results: list[LoadResult]) -> dict[str, DocumentEntry]:
         """The documents the previous store has as they are now: carried over, no work."""
@@ -481,7 +502,11 @@ class _Run:
             report.removed = sorted(set(self.previous.manifest.documents) - set(records))
         kept = self._kept_units()
         linked = link_corpus(
-            _corpus_units(records, report, kept), lexicon, self._previous_links(), same_units=kept
+            _corpus_units(records, report, kept),
+            lexicon,
+            self._previous_links(),
+            same_units=kept,
+            projects=self.projects,
         )
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)
