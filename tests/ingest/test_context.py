@@ -143,3 +143,29 @@ def test_without_a_project_pages_speak_for_themselves(lexicon: Lexicon) -> None:
     links = _links(lexicon, {})
     assert "guide/01-Deploy.md" not in links.subjects
     assert all(e.name != "01-Deploy" for e in links.extraction.entities)
+
+
+def test_kgqa_ingest_project_names_the_subject_of_every_page(tmp_path: Path) -> None:
+    """`kgqa ingest --project NAME` as a real subprocess: a flat folder of pages, no manifest."""
+    import json
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "pages"
+    _touch(corpus / "01-Deploy.md", DEPLOY)
+    _touch(corpus / "quantization.md", QUANT)
+    store = tmp_path / "store"
+    args = ["ingest", "--corpus", str(corpus), "--store", str(store), "--project", "Brindle"]
+    run = subprocess.run(
+        [sys.executable, "-m", "qa.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr
+    from kg.store import Store
+
+    raw = Store.open(store).optional_bytes("links.json")
+    assert raw is not None
+    subjects = {d: r["subject_id"] for d, r in json.loads(raw)["documents"].items()}
+    assert subjects == {"01-Deploy.md": "tool:brindle", "quantization.md": "tool:brindle"}
