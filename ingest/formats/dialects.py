@@ -91,10 +91,13 @@ def masked(text: str, *, mdx: bool = False) -> str:
     >>> masked("import X from 'x'\\n\\n<Note>\\nText\\n</Note>\\n", mdx=True)
     '                 \\n\\n      \\nText\\n       \\n'
     """
+    myst = "```{" in text or ":::{" in text
+    if not (mdx or myst or _FRONT_MATTER_OPEN.match(text[:4].rstrip("\n"))):
+        return text  # CommonMark as it is: nothing to mask
     mask = _Mask(text)
     lines = _lines(text)
     k = _front_matter(text, lines, mask)
-    myst = k > 0 or "```{" in text or ":::{" in text
+    myst = myst or k > 0
     fences: list[tuple[str, bool]] = []  # open fences: (mark, holds Markdown)
     while k < len(lines):
         start, end = lines[k]

@@ -71,6 +71,9 @@ def rst_tree(text: str, source: str = "<rst>") -> nodes.document:
     settings.raw_enabled = True  # `.. raw:: html` is read as text, never rendered
     settings.syntax_highlight = "none"
     settings.character_level_inline_markup = False
+    # docutils drops a whole document with a line over its limit (10,000): a page whose table
+    # or paragraph is one long line is read as it is (inline parsing stays linear)
+    settings.line_length_limit = max(10_000, max(map(len, text.split("\n")), default=0) + 1)
     tree = new_document(source, settings)
     Parser().parse(text, tree)
     return tree
