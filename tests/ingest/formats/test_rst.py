@@ -210,3 +210,14 @@ def test_a_paragraph_of_marked_lines_is_a_lead_in_and_a_list() -> None:
     _check(doc, blocks)
     assert [b.kind for b in blocks] == [BlockKind.PROSE, BlockKind.LIST]
     assert blocks[1].items == ["`--tp 8`: tensor parallel size", "`--dp 8`: data parallel size"]
+
+
+def test_a_page_with_a_very_long_line_is_read() -> None:
+    """docutils drops a document with a line over 10,000 characters unless told otherwise."""
+    long_line = "Brindle runs on NVIDIA GPUs. " * 800
+    text = f"Title\n=====\n\n{long_line}\n\n- an item\n"
+    doc = Document.from_text("long.rst", text, media_type=RST)
+    blocks = parse_rst(doc)
+    _check(doc, blocks)
+    assert [b.kind for b in blocks] == [BlockKind.HEADING, BlockKind.PROSE, BlockKind.LIST]
+    assert blocks[1].text == long_line.strip()
