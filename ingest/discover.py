@@ -4,7 +4,10 @@ Names come from where documentation puts them, not from a list of known projects
 
 - the document's **subject** — the project a README or docs page is about — from its title, its
   first headings, its "X is a … for …" definition, its file or folder name, and how often the name
-  recurs; typed from the definition sentence ("a minimalist ML **framework**");
+  recurs; typed from the definition sentence ("a minimalist ML **framework**"). A README's file
+  names its project; a docs page's or an article's names its topic (`01-Deploy.md`), led at
+  most by its project (`vllm-parallelism_scaling.md`): a page's title that nothing types is
+  no product (the project of a docs folder is the pages' subject: `ingest.context`);
 - **list leads** (`- **NNCF** - model optimization …`, `- [Optimum Intel](…) - …`), the first
   column and the header of tables, short headings, and `Long Name (ABBR)` / `名称（Alias）` pairs;
 - **name-shaped tokens** anywhere: `CamelCase`, letters with digits (`FlashAttention-2`,
@@ -34,6 +37,7 @@ __all__ = [
     "common_word",
     "discover_names",
     "document_subject",
+    "is_readme",
     "looks_like_entity",
     "type_from_description",
 ]
@@ -117,8 +121,9 @@ _ALIAS_PAIR = re.compile(
 _DEFINITION = re.compile(
     r"^(?P<name>[A-Za-z][\w.+\-]{0,39}(?:\s[A-Z][\w.+\-]{0,29}){0,3}?|[\u4e00-\u9fff]{2,8})"
     r"\s*(?:[（(](?P<alias>[^）)]{1,40})[）)])?\s*"
-    r"(?P<verb>(?:is|are|was)\b|(?:provides|enables|lets|allows|offers|brings|makes|supports|"
-    r"helps)\b|是|为|提供|支持|让|可以|能够|致力于|旨在)",
+    # an English verb is a word of its own: "This design …" is no "Th" that "is"
+    r"(?P<verb>(?<=[\s)）])(?:is|are|was)\b|(?<=[\s)）])(?:provides|enables|lets|allows|offers|"
+    r"brings|makes|supports|helps)\b|是|为|提供|支持|让|可以|能够|致力于|旨在)",
 )
 _IS_A = re.compile(r"^(?:is|are|was|是|为)$")
 _NEWS = re.compile(rf"^\[?\d{{4}}[/.\-]\d{{1,2}}|^(?:{_MONTHS})\b.*\d{{4}}|^\d{{4}}年", re.I)
@@ -282,6 +287,37 @@ def file_stem(doc_id: str) -> str:
     return stem
 
 
+def is_readme(doc_id: str) -> bool:
+    """Whether a file is a project's README (its name names the project), not a docs page or
+    an article (its name names the page's topic).
+
+    >>> is_readme("candle-README.md"), is_readme("xinference/README_zh_CN.md")
+    (True, True)
+    >>> is_readme("trl-lora_without_regret.md"), is_readme("docs/index.rst")
+    (False, False)
+    """
+    return "readme" in doc_id.rsplit("/", 1)[-1].lower()
+
+
+def _names_the_file(names: set[str], stem: str, anywhere: bool) -> bool:
+    """Whether the file name points at a candidate with one of these normalised names. A
+    README's name is its project's (`candle-README.md`): the name may stand `anywhere` in it,
+    as may the name of a thing the page types; a page's name is its topic, led at most by its
+    project's (`vllm-parallelism_scaling.md`, `trl-lora_without_regret.md`): there only a name
+    the file's name starts with counts, never one inside or at the end of it.
+
+    >>> _names_the_file({"lorawithoutregret"}, "trllorawithoutregret", anywhere=False)
+    False
+    >>> _names_the_file({"vllm"}, "vllmparallelismscaling", anywhere=False)
+    True
+    >>> _names_the_file({"lorawithoutregret"}, "trllorawithoutregret", anywhere=True)
+    True
+    """
+    if anywhere:
+        return stem in names or any(len(n) >= 4 and (n in stem or stem in n) for n in names)
+    return any(len(n) >= 3 and stem.startswith(n) and len(stem) > len(n) for n in names)
+
+
 def _phrase_count(name: str, units: Iterable[EvidenceUnit]) -> int:
     """Occurrences of a name (any case, spacing-tolerant) in a document's readable units."""
     pattern = re.compile(surface_pattern(name), re.I)
@@ -344,15 +380,18 @@ def document_subject(
             a, b = pair.group("a"), pair.group("b")
             aliases.setdefault(normalize_name(a), set()).add(b)
             aliases.setdefault(normalize_name(b), set()).add(a)
+    readme = is_readme(doc.id)
     if stem:
         for key in [*found, stem]:
             names = {key} | {normalize_name(a) for a in aliases.get(key, set())}
             entry = lexicon.lookup(key)
             if entry is not None:
                 names |= {normalize_name(s) for s in entry.surfaces}
-            if stem in names or any(len(n) >= 4 and (n in stem or stem in n) for n in names):
+            # a page's file names a thing the page types, or its project: not its title
+            typed = entry is not None or (key in found and found[key][2] is not None)
+            if key == stem or _names_the_file(names, stem, readme or typed):
                 scores[key] += 4.0
-        if stem not in found:
+        if stem not in found and readme:
             entry = lexicon.lookup(stem)
             surface = entry.name if entry else _spelled(stem, units)
             first = next((u for u in units if stem in normalize_name(u.text)), None)
@@ -367,11 +406,9 @@ def document_subject(
     key, score = ranking[0]
     if score < 4.0 or key not in found:
         return None
-    if (
-        not _named_by_file(key, stem, aliases, lexicon)
-        and len(ranking) > 1
-        and ranking[1][1] >= 0.8 * score
-    ):
+    typed = lexicon.lookup(key) is not None or found[key][2] is not None
+    by_file = _named_by_file(key, stem, aliases, lexicon, readme or typed)
+    if not by_file and len(ranking) > 1 and ranking[1][1] >= 0.8 * score:
         return None  # an essay about several things: none of them is the document's subject
     name, unit, node_type = found[key]
     entry = lexicon.lookup(name)
@@ -380,11 +417,21 @@ def document_subject(
     if name.islower() or name.isupper():
         name = _best_casing(name, units)
     alias_set = sorted(a for a in aliases.get(key, set()) if normalize_name(a) != key)
-    resolved = node_type or type_from_name(name) or _defined_type(name, units) or NodeType.TOOL
-    return DocumentSubject(name, alias_set, resolved, unit)
+    resolved = node_type or type_from_name(name) or _defined_type(name, units)
+    if resolved is None and not readme and not by_file and _is_title(key, units):
+        return None  # a page's title names its topic: nothing says it is a product
+    return DocumentSubject(name, alias_set, resolved or NodeType.TOOL, unit)
 
 
-def _named_by_file(key: str, stem: str, aliases: dict[str, set[str]], lexicon: Lexicon) -> bool:
+def _is_title(key: str, units: list[EvidenceUnit]) -> bool:
+    """Whether a normalised name is the document's title (its first heading)."""
+    title = next((u.text for u in units if u.kind == UnitKind.HEADING), "")
+    return bool(title) and normalize_name(title).startswith(key)
+
+
+def _named_by_file(
+    key: str, stem: str, aliases: dict[str, set[str]], lexicon: Lexicon, anywhere: bool = True
+) -> bool:
     """Whether the file's name points at this candidate (its name, an alias or a lexicon name)."""
     if not stem:
         return False
@@ -392,7 +439,7 @@ def _named_by_file(key: str, stem: str, aliases: dict[str, set[str]], lexicon: L
     entry = lexicon.lookup(key)
     if entry is not None:
         names |= {normalize_name(s) for s in entry.surfaces}
-    return stem in names or any(len(n) >= 4 and (n in stem or stem in n) for n in names)
+    return _names_the_file(names, stem, anywhere)
 
 
 def _spelled(key: str, units: list[EvidenceUnit]) -> str | None:

@@ -9,7 +9,9 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    token and that nothing types is dropped (a version string is not a thing).
 2. **Subjects**: a unit is about the entity it leads with ("**NNCF** - …", "ExLlamaV2 now
    supports …"), else the entity its lead-in sentence or table row names, else its section's
-   (a heading that names something), else the document's subject.
+   (a heading that names something), else the document's subject: the project whose docs
+   hold it (`ingest.context`) unless the page says it is about another thing, else the one
+   `document_subject` finds.
 3. **Claims**: the unit's subject relates to every other entity the unit names, typed by the
    named thing and the words around it (`claim_relation`); the unit is the edge's evidence.
 4. **Advice**: a unit shaped "For <situation>: use <thing>" / "<情形>：用 <thing>" recommends
@@ -21,15 +23,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ingest.claims import advice, claim_relation
+from ingest.context import Project
 from ingest.discover import (
     Discovered,
     common_word,
     discover_names,
     document_subject,
+    is_readme,
     looks_like_entity,
     type_from_name,
 )
@@ -211,13 +215,16 @@ def link_corpus(
     lexicon: Lexicon,
     previous: LinkCache | None = None,
     same_units: Collection[str] = (),
+    projects: Mapping[str, Project | None] | None = None,
 ) -> CorpusLinks:
     """Entities, claims and unit subjects over a whole corpus (see the module docstring).
 
     `previous` is the `CorpusLinks.cache` of an earlier link: what each document made then is
     taken back where nothing it depends on changed (`ingest.link_cache`); the result is the one
     linking without it makes. `same_units`: documents whose units are known to be the ones
-    `previous` was made from (a store's, kept with it): not compared again."""
+    `previous` was made from (a store's, kept with it): not compared again. `projects`: the
+    project whose docs hold each document (`ingest.context`): the document's subject unless
+    the page says it is about something else (`_own_subject`)."""
     documents = sorted(documents, key=lambda d: d[0].id)
     fingerprint = linker_fingerprint(lexicon)
     before = (
@@ -232,9 +239,14 @@ def link_corpus(
     subjects: dict[str, str] = {}
     token_counts: Counter[str] = Counter()
     found: list[tuple[Document, Discovered]] = []
+    project_ids: set[str] = set()
     for doc, units in documents:
         subject = records[doc.id].subject
-        if subject is not None:
+        project = (projects or {}).get(doc.id)
+        if project is not None and units and not _own_subject(subject, project, doc, units):
+            subjects[doc.id] = _add_project(registry, project, subject, doc, units)
+            project_ids.add(subjects[doc.id])
+        elif subject is not None:
             unversioned = _unversioned(subject.name)
             aliases = [*subject.aliases, *([unversioned] if unversioned != subject.name else [])]
             subjects[doc.id] = registry.add(
@@ -256,6 +268,11 @@ def link_corpus(
         ):
             continue
         registry.add(item.name, typed, item.aliases, _evidence(doc, item.unit))
+    for eid in project_ids:  # a project nothing typed is a tool, as a README's subject is
+        if registry.entities[eid].type == NodeType.CONCEPT:
+            registry.entities[eid].type = type_from_name(registry.entities[eid].name) or (
+                NodeType.TOOL
+            )
     registry.settle_names(set(subjects.values()))
     editions = _editions(registry.entities, set(subjects.values()), lexicon)
     ids = _final_ids(registry)
@@ -304,12 +321,12 @@ def link_corpus(
             else unit.model_copy(update={"subject": about, "mentions": named})
             for unit, about, named in zip(units, record.about, record.named, strict=True)
         )
-    for part, project in editions:
+    for part, whole in editions:
         relations.append(
             Relation(
                 source=ids[part],
                 relation=RelationType.PART_OF,
-                target=ids[project],
+                target=ids[whole],
                 evidence=[entities[ids[part]].evidence[0]],
             )
         )
@@ -324,6 +341,49 @@ def link_corpus(
         documents=records,
     )
     return CorpusLinks(extraction=extraction, units=linked, subjects=subjects, cache=cache)
+
+
+_DEFINES = re.compile(r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:is|are|是|为)\b", re.I)
+
+
+def _own_subject(
+    subject: SubjectName | None, project: Project, doc: Document, units: list[EvidenceUnit]
+) -> bool:
+    """Whether a page of a project's docs says it is about something else than the project:
+    its own subject is another name, and the page is a README (a sub-project's) or defines
+    that name as a thing one uses ("Brindle Serve is a model server for …")."""
+    if subject is None:
+        return False
+    names = {normalize_name(n) for n in [project.project, *project.aliases]}
+    if normalize_name(subject.name) in names or subject.type not in SOLUTION_TYPES:
+        return False
+    if is_readme(doc.id):
+        return True
+    text = units[subject.unit].text
+    at = normalize_name(text).find(normalize_name(subject.name))
+    return at == 0 and _DEFINES.match(text[len(subject.name) :]) is not None
+
+
+def _add_project(
+    registry: _Registry,
+    project: Project,
+    subject: SubjectName | None,
+    doc: Document,
+    units: list[EvidenceUnit],
+) -> str:
+    """The project's entity, with a unit of the page that names it as its evidence (the
+    page's first unit where none does); typed by the manifest, else by the page's own subject
+    where that is the project."""
+    names = [project.project, *project.aliases]
+    keys = [normalize_name(n) for n in names]
+    readable = [u for u in units if u.kind != UnitKind.CODE] or units
+    unit = next((u for u in readable if any(k in normalize_name(u.text) for k in keys)), None)
+    node_type = project.type
+    if node_type is None and subject is not None and normalize_name(subject.name) in keys:
+        node_type = subject.type
+    return registry.add(
+        project.project, node_type, list(project.aliases), _evidence(doc, unit or readable[0])
+    )
 
 
 def _read_document(

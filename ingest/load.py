@@ -1,10 +1,13 @@
-"""Load corpus files into `Document`s: Markdown, plain text and HTML, UTF-8 or GB18030.
+"""Load corpus files into `Document`s: Markdown, MDX, reStructuredText, plain text, HTML (UTF-8
+or GB18030), Jupyter notebooks and PDFs with a text layer (`ingest.formats`).
 
 Every file under a corpus root becomes either a `Document` or a one-line reason why it was skipped
 (`LoadResult`). Hidden files and folders (names starting with '.') are skipped silently; every other
 file that is not loaded yields a skip with its reason (unsupported type, empty, binary, undecodable,
-too large, duplicate id). Newlines are normalised to '\\n'; the decoded, normalised text is what all
-spans index. HTML is converted to Markdown-like text (see `html_to_text`).
+too large, duplicate id, an unreadable notebook, a PDF without text). Newlines are normalised to
+'\\n'; the decoded, normalised text is what all spans index. HTML is converted to Markdown-like
+text (see `html_to_text`), a notebook to its cells' text (`ingest.formats.notebook`), a PDF to its
+text layer (`ingest.formats.pdf`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 import charset_normalizer
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ingest.context import MANIFEST_NAMES
+from ingest.formats import NOTEBOOK, PDF, media_type_of
 from kg.documents import Document
 from kg.errors import IngestError
 
@@ -30,8 +35,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
-_TEXT_SUFFIXES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain"}
-_HTML_SUFFIXES = {".html", ".htm"}
 _GB_FAMILY = {"gb18030", "gbk", "gb2312", "hz"}
 _SNIFF = 8192
 
@@ -112,15 +115,6 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     raise IngestError(f"undecodable text: not UTF-8, UTF-16 or GB18030{found}")
 
 
-def _media_type(path: Path) -> str | None:
-    suffix = path.suffix.lower()
-    if suffix in _HTML_SUFFIXES:
-        return "text/html"
-    if suffix in _TEXT_SUFFIXES:
-        return _TEXT_SUFFIXES[suffix]
-    return "text/plain" if suffix == "" else None
-
-
 def load_document(path: Path, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Load one file as a `Document` whose id is `path` relative to `root` ('/'-separated).
 
@@ -128,7 +122,7 @@ def load_document(path: Path, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES)
     (checked before reading), an empty, binary or undecodable file.
     """
     doc_id = path.relative_to(root).as_posix()
-    media_type = _media_type(path)
+    media_type = media_type_of(path)
     if media_type is None:
         raise IngestError(f"unsupported file type {path.suffix!r}", doc=doc_id)
     size = path.stat().st_size
@@ -141,17 +135,31 @@ def load_document(path: Path, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES)
         raise IngestError("empty file", doc=doc_id)
     data = path.read_bytes()
     try:
-        text, encoding = decode_bytes(data)
+        text, encoding = _document_text(data, media_type)
     except IngestError as err:
         raise IngestError(str(err), doc=doc_id) from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if media_type == "text/html":
-        text = html_to_text(text)
     if not text.strip():
         raise IngestError("empty file (only whitespace or markup)", doc=doc_id)
     if "\x00" in text:
         raise IngestError("binary file (NUL characters)", doc=doc_id)
     return Document.from_text(doc_id, text, encoding=encoding, media_type=media_type)
+
+
+def _document_text(data: bytes, media_type: str) -> tuple[str, str]:
+    """The text a document's spans index, and the encoding it was decoded from."""
+    if media_type == PDF:
+        from ingest.formats.pdf import pdf_text  # pypdf only for a corpus with PDFs
+
+        return pdf_text(data), "pdf"
+    text, encoding = decode_bytes(data)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if media_type == "text/html":
+        text = html_to_text(text)
+    elif media_type == NOTEBOOK:
+        from ingest.formats.notebook import notebook_text  # nbformat only for notebooks
+
+        text = notebook_text(text)
+    return text, encoding
 
 
 IGNORE_FILE = ".kgqaignore"
@@ -170,7 +178,8 @@ def _ignore_patterns(root: Path) -> list[str]:
 
 
 def _corpus_files(root: Path) -> list[Path]:
-    """Non-hidden, non-ignored files under `root` (or `root` itself), sorted by relative path."""
+    """Non-hidden, non-ignored files under `root` (or `root` itself) but corpus manifests,
+    sorted by relative path."""
     if root.is_file():
         return [root]
     ignored = _ignore_patterns(root)
@@ -180,7 +189,9 @@ def _corpus_files(root: Path) -> list[Path]:
         for name in filenames:
             path = Path(dirpath) / name
             rel = path.relative_to(root).as_posix()
-            if not name.startswith(".") and not any(fnmatch.fnmatch(rel, p) for p in ignored):
+            if name.startswith(".") or name in MANIFEST_NAMES:
+                continue  # hidden, or what the folder is (`ingest.context`): no document
+            if not any(fnmatch.fnmatch(rel, p) for p in ignored):
                 found.append(path)
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 

@@ -20,17 +20,18 @@ from pydantic import BaseModel, Field
 
 from ingest.chunk import chunk_document, chunk_embedding_text
 from ingest.code_repair import detect_language, repair_indentation
+from ingest.context import Project, Projects
 from ingest.embed import Embedder
 from ingest.embed.passages import PassageCache
 from ingest.embed.protocol import prepare
 from ingest.extract import extract_document
+from ingest.formats import document_blocks, reads_as_essay
 from ingest.lexical import LexicalIndex
 from ingest.link import link_corpus
 from ingest.link_cache import LinkCache
 from ingest.load import LoadResult, iter_corpus
-from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import DroppedRelation, merge_extractions
-from ingest.structure import command_spans, parse_blocks
+from ingest.structure import command_spans
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
 from ingest.workers import Processed, default_workers, processed_in_order
@@ -126,7 +127,7 @@ class IngestReport(BaseModel):
     def ok(self) -> bool:
         """False when any document failed or was skipped for a reason worth an exit code.
 
-        A file that is not a document type kgqa reads (`.jsonl`, `.pdf`, ...) is listed in
+        A file that is not a document type kgqa reads (`.jsonl`, `.png`, ...) is listed in
         `skipped` but is not a failure: the bundled corpus holds one (the dev question set).
         """
         return not self.failed and not any(
@@ -138,8 +139,9 @@ class IngestReport(BaseModel):
 #: of unchanged documents stay). 3: a line that opens and closes three backticks is no fence;
 #: 4: a table row carries its group label, and its section title is indexed; 5: a sentence takes
 #: the subject of the one before it within its paragraph only, a pronoun names no situation; 6: a
-#: table of ✅ and ❌ under named columns compares the columns.
-EXTRACTOR_VERSION = 6
+#: table of ✅ and ❌ under named columns compares the columns; 7: reStructuredText, MDX, notebooks
+#: and PDFs are read, Markdown's front matter and MyST's cell lines are no text.
+EXTRACTOR_VERSION = 7
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:
@@ -187,20 +189,14 @@ def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:
     return snippets
 
 
-def document_blocks(doc: Document) -> list[Block]:
-    """Structural blocks: the Markdown reader for Markdown and HTML, the plain-text one else."""
-    return parse_markdown(doc) if is_markdown(doc) else parse_blocks(doc)
-
-
 def _process(doc: Document, lexicon: Lexicon) -> DocRecord:
     blocks = document_blocks(doc)
     # the structural extractor knows the structures of essays (decision trees, rankings, `A：B`
     # lists, arrow chains) and reads raw markup (links, code, badges) as names and situations:
     # a README is read by the unit linker alone (`link_corpus`, after all documents)
-    essay = not is_markdown(doc) or is_plain_essay(doc)
     extraction = (
         extract_document(doc, blocks, lexicon)
-        if essay
+        if reads_as_essay(doc)
         else Extraction(doc=doc.id, doc_hash=doc.hash)
     )
     return DocRecord(
@@ -256,6 +252,7 @@ def ingest_corpus(
     max_bytes: int = 20 * 1024 * 1024,
     cache_dir: Path | None = None,
     workers: int | None = None,
+    project: str | None = None,
 ) -> IngestReport:
     """Build or update the store at `store_root` from the documents under `roots`.
 
@@ -263,10 +260,12 @@ def ingest_corpus(
     0: in this one) while this one embeds and writes them, in corpus order: the store does not
     depend on the number of workers. A chunk text is embedded once: vectors are taken from the
     previous version of a document, or kept under `cache_dir` (`ingest.embed.passages`), which
-    also holds other derived files (jieba's array dictionary)."""
+    also holds other derived files (jieba's array dictionary). The documents of a project's
+    docs folder share the project as subject (`ingest.context`; `project`: every document's)."""
     started = time.perf_counter()
     run = _Run(store_root, embedder, lexicon, embedder_spec, cache_dir, progress)
     results = list(iter_corpus(roots, max_bytes=max_bytes))
+    run.projects = _projects(results, Projects(project), run.report)
     run.report.seconds.read = time.perf_counter() - started
     carried = run.carried(results)
     todo = [r.document for r in results if r.document and r.document.id not in carried]
@@ -294,6 +293,22 @@ def ingest_corpus(
         run.finish()
     run.report.seconds.total = time.perf_counter() - started
     return run.report
+
+
+def _projects(
+    results: list[LoadResult], finder: Projects, report: IngestReport
+) -> dict[str, Project | None]:
+    """The project whose docs hold each document; an unusable manifest fails the ingest's
+    exit code (its folder is read as no one project's), the documents are ingested."""
+    found: dict[str, Project | None] = {}
+    for result in results:
+        doc = result.document
+        if doc is not None:
+            root = result.path.parents[len(Path(doc.id).parts) - 1]
+            found[doc.id] = finder.of(result.path, root)
+    for folder, reason in sorted(finder.problems.items()):
+        report.failed.append(Skipped(path=folder, reason=reason))
+    return found
 
 
 class _Run:
@@ -327,6 +342,7 @@ class _Run:
         self.report = IngestReport(store=str(store_root))
         self.passages = PassageCache(embedder, cache_dir)
         self.records: dict[str, DocRecord] = {}
+        self.projects: dict[str, Project | None] = {}
 
     def carried(self, results: list[LoadResult]) -> dict[str, DocumentEntry]:
         """The documents the previous store has as they are now: carried over, no work."""
@@ -490,7 +506,11 @@ class _Run:
             report.removed = sorted(set(self.previous.manifest.documents) - set(records))
         kept = self._kept_units()
         linked = link_corpus(
-            _corpus_units(records, report, kept), lexicon, self._previous_links(), same_units=kept
+            _corpus_units(records, report, kept),
+            lexicon,
+            self._previous_links(),
+            same_units=kept,
+            projects=self.projects,
         )
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
         graph, dropped = merge_extractions(extractions, lexicon)

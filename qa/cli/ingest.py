@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 __all__ = ["ProgressBar", "cmd_ingest", "ingest_with", "register"]
 
 
-def ingest_with(settings: Settings, *, progress: bool = False) -> IngestReport:
-    """Ingest the configured corpus into the configured store, with the configured embedder."""
+def ingest_with(
+    settings: Settings, *, progress: bool = False, project: str | None = None
+) -> IngestReport:
+    """Ingest the configured corpus into the configured store, with the configured embedder;
+    `project`: the project every document documents (`ingest.context`)."""
     from ingest.embed import make_embedder
     from ingest.pipeline import ingest_corpus
     from kg.lexicon import Lexicon
@@ -32,6 +35,7 @@ def ingest_with(settings: Settings, *, progress: bool = False) -> IngestReport:
         max_bytes=settings.max_file_mb * 1024 * 1024,
         cache_dir=settings.cache_dir,
         workers=settings.workers,
+        project=project,
     )
 
 
@@ -67,7 +71,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Build or update the store; print a summary; exit 1 if a document was skipped or failed.
 
     Files of a type kgqa does not read are listed but are not failures."""
-    report = ingest_with(settings, progress=True)
+    report = ingest_with(settings, progress=True, project=getattr(args, "project", None))
     if args.json:
         print(report.model_dump_json(indent=1))
         return 0 if report.ok else 1
@@ -142,6 +146,13 @@ def register(
     ingest.add_argument("--lexicon", type=Path, action="append", help="extra alias lexicon file")
     ingest.add_argument(
         "--workers", type=int, default=None, help="parsing processes (default: cores - 1, <= 4)"
+    )
+    ingest.add_argument(
+        "--project",
+        default=None,
+        metavar="NAME",
+        help="the project the corpus documents: every page's subject unless a page says "
+        "otherwise (else found per folder: kgqa-corpus.toml, conf.py, mkdocs.yml, docs/)",
     )
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
     ingest.set_defaults(func=cmd_ingest)
