@@ -46,7 +46,7 @@ from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
 from qa.evidence import EvidenceComposer
 from qa.frame import QuestionFrame, strip_injection
-from qa.render import render_draft
+from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
 from qa.schema import (
     Answer,
@@ -192,9 +192,10 @@ class Assistant:
         """Open a store built by `kgqa ingest`.
 
         `settings` default to `qa.config.load_settings()` (kgqa.toml, then `KGQA_*` variables);
-        `dense=False` skips the embedding model; `llm` is an answerer, or a spec for
-        `qa.llm.answerer.make_llm`: `none`, `auto` (the configured server if it answers), a URL
-        (raises `LLMError` when nothing answers there) or `vllm-offline:MODEL_DIR`.
+        `dense=False` skips the embedding model; `llm` is a reader, or a spec for
+        `qa.llm.answerer.make_llm`: `none` (the graph alone), `auto` (the configured server if it
+        answers, else the embedded model where it is installed), a URL (raises `LLMError` when
+        nothing answers there) or `vllm-offline:MODEL_DIR`; None: `settings.reader` (`auto`).
         """
         if settings is None:
             from qa.config import load_settings
@@ -212,6 +213,8 @@ class Assistant:
         lexicon = Lexicon.default(tuple(settings.lexicon))
         with no_collection(settle=True):
             assistant = cls(opened, lexicon, embedder=factory, cache_dir=cache_dir)
+        if llm is None:
+            llm = settings.reader
         if llm == "none":
             llm = None
         elif isinstance(llm, str):
@@ -289,7 +292,7 @@ class Assistant:
         return Reading.gather(
             frame.text,
             question.language,
-            choose=frame.choice or frame.measured or bool(frame.options),
+            choose=True,  # whether the question asks for a pick is the reader's to say (none)
             ranked=ranked,
             graph=self.graph,
             documents=self.documents,
@@ -345,12 +348,18 @@ class Assistant:
             return
         draft, specific, ranked = self._drafted(parsed)
         graph_answer = render_draft(draft, self.graph)
-        if self._llm is None or not use_llm or graph_answer.abstained:
+        if self._llm is None or not use_llm:
+            answer = as_graph_only(graph_answer, draft.language)
+            yield AnswerEvent(kind="final", answer=stamp(answer))
+            return
+        if graph_answer.abstained:  # the sources do not cover it: nothing for a reader to read
             yield AnswerEvent(kind="final", answer=stamp(graph_answer))
             return
         yield AnswerEvent(kind="graph", answer=stamp(graph_answer))
         reading = self.reading(parsed, draft, specific, ranked)
-        yield from self._reader_events(self._llm, reading, draft, graph_answer, stamp)
+        # the graph's answer stands in, saying so, when the reader fails
+        stand_in = as_graph_only(graph_answer, draft.language)
+        yield from self._reader_events(self._llm, reading, draft, stand_in, stamp)
 
     def _reader_events(
         self,

@@ -141,6 +141,12 @@ class Settings(BaseSettings):
         default=None, description="the interpreter of vLLM's environment (default: found)"
     )
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    reader: str = Field(
+        default="auto",
+        description="who reads the evidence and decides: auto (the server at llm.base_url if "
+        "one answers, else the embedded model if installed, else the graph alone) | none (the "
+        "graph alone) | URL of an OpenAI-compatible server | vllm-offline:MODEL_DIR",
+    )
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from qa.shapes import text_width
 
 __all__ = [
     "RELATION_WORDS",
+    "as_graph_only",
     "chains",
     "conflict_summary",
     "format_edge",
@@ -112,6 +113,7 @@ _LABELS = {
         "decline": "资料未涵盖这个问题，我不做猜测",
         "on": "关于",
         "injection": "（问题中的指令性文字被当作普通文本处理；以上只依据资料。）",
+        "graph_only": "（仅由知识图谱与检索规则作答，未经阅读模型判断。）",
     },
     "en": {
         "rec": "Recommendation",
@@ -124,6 +126,8 @@ _LABELS = {
         "on": "On",
         "injection": "(Instructions inside the question were treated as text; the answer follows "
         "the sources only.)",
+        "graph_only": "(Graph-only answer: the graph and retrieval rules decided; no reader "
+        "model read the evidence.)",
     },
 }
 
@@ -354,3 +358,17 @@ def render_snippets(snippets: list[SnippetReport]) -> str:
         )
         parts.append(f"```{snippet.language}\n{snippet.code}\n```")
     return "\n".join(parts)
+
+
+def as_graph_only(answer: Answer, language: Language) -> Answer:
+    """The answer with its last line saying that no reader model decided it (`--llm none`, or
+    no model installed); a rejected question's explanation stays as it is.
+
+    >>> a = as_graph_only(Answer(question="q", answer="**Recommendation: X**"), Language.EN)
+    >>> a.answer.splitlines()[-1]
+    '(Graph-only answer: the graph and retrieval rules decided; no reader model read the evidence.)'
+    """
+    if answer.fallback is not None and answer.fallback.kind is FallbackKind.REJECTED:
+        return answer
+    line = _LABELS[_lang(language)]["graph_only"]
+    return answer.model_copy(update={"answer": f"{answer.answer}\n\n{line}".strip()})

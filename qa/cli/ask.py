@@ -65,12 +65,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         if rejection is not None:  # said once, in the question's language; nothing is opened
             print(f"kgqa: {rejection.message}", file=sys.stderr)
             return 2
-    offline_vllm_environment(args.llm)
+    spec = args.llm or settings.reader
+    offline_vllm_environment(spec)
     _ensure_store(settings)
-    assistant = Assistant.open(
-        settings.store, settings=settings, dense=not args.no_dense, llm=args.llm
-    )
-    answer = assistant.ask(args.question, use_llm=args.llm != "none")
+    assistant = Assistant.open(settings.store, settings=settings, dense=not args.no_dense, llm=spec)
+    answer = assistant.ask(args.question, use_llm=spec != "none")
     if args.json:
         print(answer.model_dump_json(indent=1))
     else:
@@ -92,7 +91,10 @@ def register(
     )
     ask.add_argument("question")
     ask.add_argument(
-        "--llm", default="none", help="none (default) | auto | URL of an OpenAI-compatible server"
+        "--llm",
+        default=None,
+        help="who reads and decides: auto (default: a configured server, else the embedded "
+        "model) | none (the graph alone) | URL of an OpenAI-compatible server",
     )
     ask.add_argument("--json", action="store_true", help="print the Answer object")
     ask.add_argument("--no-dense", action="store_true", help="skip the embedding model")

@@ -79,11 +79,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from qa.cli import offline_vllm_environment
     from qa.eval.run import EvalOptions, run_eval
 
-    offline_vllm_environment(args.llm)
+    spec = args.llm or settings.reader
+    offline_vllm_environment(spec)
     options = EvalOptions(
         questions=args.questions,
         out=args.out,
-        llm=args.llm,
+        llm=spec,
         report=args.report,
         baseline=args.baseline,
         concurrency=args.concurrency,
@@ -108,7 +109,12 @@ def register(
     p.add_argument(
         "--out", type=Path, required=True, help="results JSONL (appended; a rerun resumes)"
     )
-    p.add_argument("--llm", default="none", help="none (graph composer, default) | auto | URL")
+    p.add_argument(
+        "--llm",
+        default=None,
+        help="who reads and decides: auto (default: a configured server, else the embedded "
+        "model) | none (the graph alone) | URL | vllm-offline:MODEL_DIR",
+    )
     p.add_argument("--report", type=Path, default=None, help="write an HTML report (+ .md summary)")
     p.add_argument(
         "--baseline", choices=["naive"], default=None, help="also run naive RAG, side by side"

@@ -39,11 +39,10 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
     auth = parse_auth(args.auth or configured)
     if args.host not in ("127.0.0.1", "localhost", "::1") and auth is None:
         print(f"warning: serving on {args.host} without --auth: anyone who can reach it can ask")
-    offline_vllm_environment(args.llm)
-    assistant = Assistant.open(
-        settings.store, settings=settings, dense=not args.no_dense, llm=args.llm
-    )
-    if args.llm != "none":
+    spec = args.llm or settings.reader
+    offline_vllm_environment(spec)
+    assistant = Assistant.open(settings.store, settings=settings, dense=not args.no_dense, llm=spec)
+    if spec != "none":
         print(f"kgqa ui: answering backend {assistant.status().backend}", flush=True)
     examples = _examples(args.examples, settings)
     status = assistant.status()
@@ -81,8 +80,9 @@ def register(
     ui.add_argument("--port", type=int, default=7860)
     ui.add_argument(
         "--llm",
-        default="auto",
-        help="auto (default: the configured server if it answers) | none | URL",
+        default=None,
+        help="who reads and decides: auto (default: a configured server, else the embedded "
+        "model) | none (the graph alone) | URL of an OpenAI-compatible server",
     )
     ui.add_argument(
         "--auth", default=None, help="USER:PASSWORD to require a login (or env KGQA_UI_AUTH)"

@@ -22,9 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import Container, Iterable, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ingest.markup import emphasized, strip_markup
+from ingest.structure.inline import split_definition
+from ingest.text import split_sentences
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import NodeType, normalize_name
@@ -67,6 +69,9 @@ class Candidate(BaseModel):
 
     name: str
     entity: str | None = None
+    evidence: list[int] = Field(
+        default_factory=list, description="the numbers of the evidence lines that name it"
+    )
 
     @property
     def key(self) -> str:
@@ -137,10 +142,45 @@ def section_name(unit: EvidenceUnit, labels: Container[tuple[str, str]] = ()) ->
     return ""
 
 
+#: a Latin name in brackets right after Chinese text: "参数服务器（Parameter Server，PS）"
+_GLOSSED = re.compile(r"(?<=[\u4e00-\u9fff])\s*[（(]([A-Za-z][^（）()\u4e00-\u9fff]{1,60})[）)]")
+
+
+def glossed_names(text: str) -> list[str]:
+    """The Latin names a Chinese text glosses its terms with, in brackets.
+
+    >>> glossed_names("参数服务器（Parameter Server，PS）训练模式，以及数据并行(DP)。")
+    ['Parameter Server', 'PS', 'DP']
+    >>> glossed_names("see (this) and 量化（见下文）")
+    []
+    """
+    return [
+        part.strip()
+        for m in _GLOSSED.finditer(text)
+        for part in re.split(r"[，,、;；/]", m.group(1))
+        if part.strip()
+    ]
+
+
+def defined_terms(text: str) -> list[str]:
+    """The terms a text defines as `term: what it is`, sentence by sentence.
+
+    >>> defined_terms("分布式训练：支持 DDP 和 FSDP。 FSDP+QLoRA: 双卡3090运行70B模型的训练")
+    ['分布式训练', 'FSDP+QLoRA']
+    """
+    terms = []
+    for start, end in split_sentences(text):
+        found = split_definition(text[start:end].strip())
+        if found is not None:
+            terms.append(found[0])
+    return terms
+
+
 def _names_of_unit(
     unit: EvidenceUnit, quote: str, labels: Container[tuple[str, str]]
 ) -> Iterable[str]:
-    """The names a unit's structure gives: its section title, emphasis, row label, lead term."""
+    """The names a unit's structure gives: its section title, emphasis, row label, lead term,
+    the terms it defines and the Latin names it glosses its Chinese terms with."""
     if unit.heading_path:
         yield section_name(unit, labels)
     yield from emphasized(quote)
@@ -148,6 +188,8 @@ def _names_of_unit(
         yield strip_markup(unit.cells[0])
     if unit.kind == UnitKind.ITEM and unit.lead:
         yield unit.lead
+    yield from defined_terms(unit.text)
+    yield from glossed_names(unit.text)
 
 
 def candidate_names(
@@ -244,3 +286,38 @@ def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
     for doc, path in paths:
         counts[(doc, path[-1])] = counts.get((doc, path[-1]), 0) + 1
     return frozenset(k for k, n in counts.items() if n > 1)
+
+
+def names_unit(candidate: Candidate, unit: EvidenceUnit, quote: str) -> bool:
+    """Whether a unit names a candidate: as its subject or a mention (an entity), or its name in
+    the unit's verbatim text, lead-in or section titles.
+
+    >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind=UnitKind.SENTENCE,
+    ...     text="Use FSDP.", heading_path=("Sharding",))
+    >>> names_unit(Candidate(name="fsdp"), u, "Use FSDP."), names_unit(Candidate(name="TP"), u, "")
+    (True, False)
+    """
+    if candidate.entity and candidate.entity in {unit.subject, *unit.mentions}:
+        return True
+    key = normalize_name(candidate.name)
+    said = normalize_name(" ".join([quote, unit.text, unit.context, *unit.heading_path]))
+    return bool(key) and key in said
+
+
+def number_evidence(
+    candidates: Sequence[Candidate], units: Sequence[EvidenceUnit], documents: dict[str, str]
+) -> list[Candidate]:
+    """The candidates with the numbers (1..) of the units that name each."""
+    quotes = [documents.get(u.doc, "")[u.start : u.end] for u in units]
+    return [
+        c.model_copy(
+            update={
+                "evidence": [
+                    i
+                    for i, (u, q) in enumerate(zip(units, quotes, strict=True), 1)
+                    if names_unit(c, u, q)
+                ]
+            }
+        )
+        for c in candidates
+    ]

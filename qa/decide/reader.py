@@ -22,7 +22,7 @@ from kg.documents import EvidenceUnit
 from kg.errors import LLMBadResponse
 from kg.schema import normalize_name
 from qa.decide.candidates import Candidate
-from qa.decide.prompts import NONE, reader_messages, reader_mode, reader_schema
+from qa.decide.prompts import MODES, NONE, reader_messages, reader_mode, reader_schema
 from qa.decide.reading import Reading
 from qa.llm.answerer import stream_answer_field
 from qa.llm.offline import StructuredChat
@@ -59,18 +59,21 @@ class ReaderModel(Protocol):
 class Reader:
     """Reads `Reading`s through a chat model (vLLM, a llama.cpp server, vLLM offline).
 
-    `full`: the model also gives its evidence numbers and a sentence (more tokens to decode:
-    on a CPU the least that decides, `full=False`, is the pick alone or the evidence alone).
+    `mode` (`qa.decide.prompts.MODES`): `pick`, the name alone (the fewest tokens to decode: on
+    a CPU each costs ~50 ms); `cited`, the evidence numbers first, then the name; `full`, those
+    and a sentence, which streams.
     """
 
-    def __init__(self, chat: StructuredChat, *, full: bool = False, max_tokens: int = 96) -> None:
+    def __init__(self, chat: StructuredChat, *, mode: str = "pick", max_tokens: int = 96) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown reader mode {mode!r}: one of {MODES}")
         self.chat = chat
-        self.full = full
+        self.mode = mode
         self.max_tokens = max_tokens
         self.name = chat.settings.model
 
     def _request(self, reading: Reading) -> tuple[str, list[dict[str, str]], dict[str, Any]]:
-        mode = reader_mode(reading, self.full)
+        mode = reader_mode(reading, self.mode)
         return mode, reader_messages(reading, mode), reader_schema(reading, mode)
 
     def read(self, reading: Reading) -> Verdict:
@@ -135,7 +138,7 @@ def _as_object(mode: str, data: Any) -> dict[str, Any]:
         return {"pick": data}
     if mode == "evidence" and isinstance(data, list):
         return {"evidence": data}
-    if mode == "full" and isinstance(data, dict):
+    if mode in ("full", "cited") and isinstance(data, dict):
         return data
     raise LLMBadResponse(f"the reader's answer does not have the {mode} shape: {str(data)[:120]!r}")
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import normalize_name
-from qa.decide.candidates import Candidate, candidate_names
+from qa.decide.candidates import Candidate, candidate_names, number_evidence
 from qa.schema import AnswerDraft, Language
 from qa.units import RankedUnit
 
@@ -99,6 +99,9 @@ class Reading(BaseModel):
                 labels=labels,
                 limit=max_candidates,
             )
+            # a name no evidence line states is one the reader could not read (a prior's pick
+            # from elsewhere): left out
+            candidates = [c for c in number_evidence(candidates, evidence, documents) if c.evidence]
         return cls(
             question=question,
             language=language,

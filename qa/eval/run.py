@@ -24,6 +24,7 @@ from kg.lexicon import Lexicon
 from kg.store import Store
 from qa.api import Assistant
 from qa.config import Settings
+from qa.decide.reader import ReaderModel
 from qa.eval.records import (
     ChunkSpan,
     EvalRecord,
@@ -35,7 +36,6 @@ from qa.eval.records import (
 )
 from qa.eval.report import ReportData, SystemResult, write_report
 from qa.eval.score import EvalSummary, Scorer, breakdown
-from qa.decide.reader import ReaderModel
 from qa.understand import clean_question
 
 __all__ = [

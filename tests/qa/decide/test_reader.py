@@ -136,10 +136,10 @@ def test_a_server_that_is_down_gives_no_reader() -> None:
 
 
 # -- against the real server: the grammar bounds the choice ------------------------------------
-def _reader(server: ServerHandle, *, full: bool = False) -> Reader:
+def _reader(server: ServerHandle, *, mode: str = "pick") -> Reader:
     # one request takes 5-60 s on 2 cores shared with other work
     settings = LLMSettings(base_url=server.base_url, model=server.model, timeout_s=300)
-    return Reader(ChatModel(settings), full=full)
+    return Reader(ChatModel(settings), mode=mode)
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
@@ -159,7 +159,7 @@ def test_the_full_reader_streams_its_sentence_and_the_answer_is_verified(
     assistant: Assistant,  # noqa: F811
     grounded: Callable[[Answer], None],
 ) -> None:
-    reading_assistant = assistant.with_llm(_reader(llamacpp_server, full=True))
+    reading_assistant = assistant.with_llm(_reader(llamacpp_server, mode="full"))
     events = list(reading_assistant.ask_stream(QUESTIONS[0]))
     kinds = [e.kind for e in events]
     assert kinds[0] == "graph" and kinds[-1] == "final"
