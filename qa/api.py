@@ -299,6 +299,7 @@ class Assistant:
             options=[o.text for o in frame.options],
             draft=draft,
             labels=self.section_labels,
+            first_docs=[doc for e in specific for doc in self.evidence.documents_about(e)],
         )
 
     def _steers(self, entity: str) -> bool:

@@ -225,6 +225,10 @@ class UnitIndex:
         found = [lowered.find(n.casefold()) for n in [entity.name, *entity.aliases] if n]
         return (min((at for at in found if at >= 0), default=len(text)), eid)
 
+    def documents_about(self, entity: str) -> list[str]:
+        """The documents whose subject is `entity` (its README, its docs pages), in id order."""
+        return sorted(doc for doc, subject in self._doc_subject.items() if subject == entity)
+
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a
         technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""

@@ -23,36 +23,56 @@ __all__ = ["Reading", "select_evidence"]
 
 
 def select_evidence(
-    ranked: Sequence[RankedUnit], limit: int = 8, per_doc: int = 3
+    ranked: Sequence[RankedUnit],
+    limit: int = 8,
+    per_doc: int = 3,
+    first_docs: Sequence[str] = (),
 ) -> list[EvidenceUnit]:
     """The best `limit` units that say something, best first: no headings, no text twice, at
-    most `per_doc` from one document (units of the first documents give way to others').
+    most `per_doc` from one document (units of the first documents give way to others'). The
+    best unit of each of `first_docs` (the documents of the things a question names) is taken
+    whatever its rank, so that a question about two projects reads both.
 
     >>> def u(i, doc, kind=UnitKind.SENTENCE, text=None):
     ...     unit = EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1, kind=kind,
     ...                         text=text or f"{doc} {i}")
     ...     return RankedUnit(unit, 1.0 / (i + 1), 0.0, 0.0, False)
     >>> ranked = [u(0, "a", UnitKind.HEADING), u(1, "a"), u(2, "a"), u(3, "a"), u(4, "b"),
-    ...           u(5, "a", text="b 4")]
+    ...           u(5, "a", text="b 4"), u(6, "c")]
     >>> [x.id for x in select_evidence(ranked, limit=3, per_doc=2)]
     ['a#1', 'a#2', 'b#4']
+    >>> [x.id for x in select_evidence(ranked, limit=3, per_doc=2, first_docs=["c"])]
+    ['a#1', 'a#2', 'c#6']
     """
     chosen: list[EvidenceUnit] = []
     texts: set[str] = set()
     per: dict[str, int] = {}
-    for r in ranked:
-        unit = r.unit
+
+    def usable(unit: EvidenceUnit) -> bool:
         key = normalize_name(unit.text)
-        if unit.kind == UnitKind.HEADING or not key or key in texts:
-            continue
-        if per.get(unit.doc, 0) >= per_doc:
-            continue
+        return unit.kind != UnitKind.HEADING and bool(key) and key not in texts
+
+    def take(unit: EvidenceUnit) -> None:
         chosen.append(unit)
-        texts.add(key)
+        texts.add(normalize_name(unit.text))
         per[unit.doc] = per.get(unit.doc, 0) + 1
-        if len(chosen) >= limit:
+
+    reserved = [
+        next((r.unit for r in ranked if r.unit.doc == doc and usable(r.unit)), None)
+        for doc in dict.fromkeys(first_docs)
+    ]
+    reserved_units = [u for u in reserved if u is not None][:limit]
+    for r in ranked:
+        if len(chosen) + len([u for u in reserved_units if u not in chosen]) >= limit:
             break
-    return chosen
+        unit = r.unit
+        if usable(unit) and per.get(unit.doc, 0) < per_doc:
+            take(unit)
+    for unit in reserved_units:
+        if unit not in chosen and len(chosen) < limit:
+            take(unit)
+    rank = {r.unit.id: i for i, r in enumerate(ranked)}
+    return sorted(chosen, key=lambda u: rank.get(u.id, len(rank)))
 
 
 class Reading(BaseModel):
@@ -77,12 +97,14 @@ class Reading(BaseModel):
         options: Sequence[str] = (),
         draft: AnswerDraft | None = None,
         labels: Container[tuple[str, str]] = (),
+        first_docs: Sequence[str] = (),
         limit: int = 8,
         max_candidates: int = 14,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names; the graph's draft (when given) lends its picks as the first candidates."""
-        evidence = select_evidence(ranked, limit)
+        question names; `first_docs` the documents whose best unit it must read (those of the
+        things it names); the graph's draft (when given) lends its picks as candidates."""
+        evidence = select_evidence(ranked, limit, first_docs=first_docs)
         candidates: list[Candidate] = []
         if choose:
             prior = [
