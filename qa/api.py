@@ -297,6 +297,7 @@ class Assistant:
             graph=self.graph,
             documents=self.documents,
             options=[o.text for o in frame.options],
+            named=question.entity_ids,
             draft=draft,
             labels=self.section_labels,
             first_docs=[doc for e in specific for doc in self.evidence.documents_about(e)],

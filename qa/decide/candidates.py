@@ -61,7 +61,9 @@ _NUMBERING = re.compile(
 _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
 _LATIN = re.compile(r"[A-Za-z]")
 #: widest name a candidate may be (a Chinese character counts two): wider spans are phrases
-MAX_WIDTH = 32
+MAX_WIDTH = 28
+#: widest term a `term: …` sentence defines ("FSDP+QLoRA: …", not "X 主要包含三种方法：…")
+_TERM_WIDTH = 20
 
 
 class Candidate(BaseModel):
@@ -171,7 +173,7 @@ def defined_terms(text: str) -> list[str]:
     terms = []
     for start, end in split_sentences(text):
         found = split_definition(text[start:end].strip())
-        if found is not None:
+        if found is not None and text_width(found[0]) <= _TERM_WIDTH:
             terms.append(found[0])
     return terms
 
@@ -188,7 +190,8 @@ def _names_of_unit(
         yield strip_markup(unit.cells[0])
     if unit.kind == UnitKind.ITEM and unit.lead:
         yield unit.lead
-    yield from defined_terms(unit.text)
+    if unit.kind != UnitKind.ROW:  # a row's cells are no sentences
+        yield from defined_terms(unit.text)
     yield from glossed_names(unit.text)
 
 
@@ -199,6 +202,7 @@ def candidate_names(
     *,
     question: str = "",
     options: Sequence[str] = (),
+    named: Container[str] = (),
     prior: Sequence[Candidate] = (),
     labels: Container[tuple[str, str]] = (),
     limit: int = 14,
@@ -207,8 +211,9 @@ def candidate_names(
     unit by unit (best first), the entities each is about or names and the names its structure
     gives; `prior` (another answerer's picks) come after the options. At most `limit`, one per
     normalised name; section titles that are `labels` give way to their parent's (`section_name`).
-    A name the question itself uses (other than
-    its options) is the asker's situation ("用飞桨的工具…"), not an answer: it is left out.
+    A name the question itself uses, or a thing it names (`named`: the entities the question
+    links to, under any surface), other than its options, is the asker's situation ("用飞桨的
+    工具…"), not an answer: it is left out.
 
     >>> from kg.schema import Entity
     >>> g = KnowledgeGraph()
@@ -234,7 +239,9 @@ def candidate_names(
             key = normalize_name(part)
             if not key or text_width(part) > MAX_WIDTH or not re.search(r"\w", part):
                 continue
-            if key not in option_keys and asked_in(key):
+            if part.endswith(("?", "？")):
+                continue  # a question ("Q2: 动态量化没加速？") is no name
+            if key not in option_keys and asked(part, entity):
                 continue
             known = found.get(key)
             if known is None:
@@ -242,15 +249,22 @@ def candidate_names(
             elif known.entity is None and entity is not None:
                 found[key] = Candidate(name=known.name, entity=entity)
 
+    def asked(name: str, entity: str | None) -> bool:
+        """Whether the question uses the name, or names the thing it is under another surface
+        ("飞桨" for PaddlePaddle, "量化" for a heading "Quantization")."""
+        if asked_in(normalize_name(name)):
+            return True
+        node = entity or graph.find(name)
+        if node is None or node not in graph or node in option_ids:
+            return False
+        if node in named:
+            return True
+        thing = graph.entity(node)
+        return any(asked_in(normalize_name(n)) for n in [thing.name, *thing.aliases])
+
     def add_entity(eid: str | None) -> None:
-        if not eid or eid not in graph or graph.entity(eid).type in _NOT_PICKED:
-            return
-        entity = graph.entity(eid)
-        if eid not in option_ids and any(
-            asked_in(normalize_name(n)) for n in [entity.name, *entity.aliases]
-        ):
-            return  # the question names it under another surface ("飞桨" for PaddlePaddle)
-        add(entity.name, eid)
+        if eid and eid in graph and graph.entity(eid).type not in _NOT_PICKED:
+            add(graph.entity(eid).name, eid)
 
     option_keys = {normalize_name(o) for o in options}
     option_ids = {n for n in (graph.find(o) for o in options) if n is not None}
@@ -269,7 +283,35 @@ def candidate_names(
         quote = documents.get(unit.doc, "")[unit.start : unit.end]
         for name in _names_of_unit(unit, quote, labels):
             add(name)
-    return list(found.values())[:limit]
+    known = [c.name for c in found.values() if c.entity is not None] + list(options)
+    return [c for c in found.values() if not phrased(c, known)][:limit]
+
+
+def phrased(candidate: Candidate, known: Sequence[str]) -> bool:
+    """Whether a bare name is a known thing's name in a phrase ("CPU 部署", "LoftQ
+    initialization"): a known name, then words that name nothing known. The known name stands
+    for it; "FSDP + QLoRA" names two known things and stands for itself.
+
+    >>> phrased(Candidate(name="LoftQ initialization"), ["LoftQ"])
+    True
+    >>> phrased(Candidate(name="FSDP + QLoRA"), ["FSDP", "QLoRA"])
+    False
+    >>> phrased(Candidate(name="CPU"), ["CPU"]), phrased(Candidate(name="FSDP2 API"), ["FSDP"])
+    (False, False)
+    """
+    if candidate.entity is not None:
+        return False
+    name = candidate.name.casefold()
+    for other in known:
+        head = other.casefold()
+        if name == head or not name.startswith(head):
+            continue
+        rest = name[len(head) :]
+        if not rest[:1].isspace():
+            continue  # "FSDP2" is not "FSDP" in a phrase
+        if not any(k.casefold() in rest for k in known if k.casefold() != head):
+            return True
+    return False
 
 
 def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:

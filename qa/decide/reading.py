@@ -95,6 +95,7 @@ class Reading(BaseModel):
         graph: KnowledgeGraph,
         documents: dict[str, str],
         options: Sequence[str] = (),
+        named: Sequence[str] = (),
         draft: AnswerDraft | None = None,
         labels: Container[tuple[str, str]] = (),
         first_docs: Sequence[str] = (),
@@ -102,8 +103,9 @@ class Reading(BaseModel):
         max_candidates: int = 14,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names; `first_docs` the documents whose best unit it must read (those of the
-        things it names); the graph's draft (when given) lends its picks as candidates."""
+        question names, `named` the entities it links to; `first_docs` the documents whose best
+        unit it must read (those of the things it names); the graph's draft (when given) lends
+        its picks as candidates."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
         candidates: list[Candidate] = []
         if choose:
@@ -117,6 +119,7 @@ class Reading(BaseModel):
                 documents,
                 question=question,
                 options=options,
+                named=set(named),
                 prior=prior,
                 labels=labels,
                 limit=max_candidates,
