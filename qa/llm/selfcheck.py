@@ -176,9 +176,11 @@ def engine_broken(
     python: str = sys.executable,
     cache_dir: Path | None = None,
     log: Path | None = None,
+    tail: str = "",
 ) -> EngineBroken:
     """The `EngineBroken` error for ``engine`` (``llamacpp``, ``vllm``, a server kind) that did
-    ``what`` on the check question: the engine, this CPU's flags, the build, the fix."""
+    ``what`` on the check question: the engine, this CPU's flags, the build, the server's log
+    (and its ``tail``), the fix."""
     flags = " ".join(cpu_flags()) or "none found"
     label = {"llamacpp": "llama.cpp", "vllm": "vLLM"}.get(engine, engine)
     lines = [
@@ -192,7 +194,8 @@ def engine_broken(
             "(exit 139) or answers garbage on some CPUs (AVX-512 with avx512_bf16)"
         )
     if log is not None:
-        lines.append(f"  server log: {log}")
+        lines.append(f"  server log: {log}" + (" ends:" if tail.strip() else ""))
+    lines += [f"    {line}" for line in tail.strip().splitlines()]
     wheels = (cache_dir / "wheels") if cache_dir else Path("~/.cache/kgqa/wheels")
     lines.append(f"Fix: {_fix(engine, wheels)}")
     return EngineBroken("\n".join(lines))

@@ -295,11 +295,9 @@ def _check_engine(handle: ServerHandle, limit: float, settings: Settings) -> Eng
                 f"the server is up but its check chat failed: {exc}; log {handle.log_path}:\n"
                 f"{_log_tail(handle.log_path, 1500)}"
             ) from exc
-        what = (
-            f"the server died with {exit_reason(code)} on the check question "
-            f"{PROBE_QUESTION!r}; its log ends:\n{_log_tail(handle.log_path, 1200)}"
-        )
-        raise engine_broken(handle.engine, what, cache_dir=cache, log=log) from exc
+        what = f"the server died with {exit_reason(code)} on the check question {PROBE_QUESTION!r}"
+        tail = _log_tail(handle.log_path, 1200)
+        raise engine_broken(handle.engine, what, cache_dir=cache, log=log, tail=tail) from exc
 
 
 def serve(
