@@ -7,8 +7,10 @@ carries the load average (``os.getloadavg``): on a shared machine other work ske
 
     python benchmarks/bench_llm.py [--engines llamacpp vllm] [--concurrency 8] [--max-tokens 64]
 
-The gain of N requests at once over one is what `kgqa eval --llm ...` relies on: it answers
-`llm.max_concurrency` (8) questions at once by default (`qa.eval.run.eval_concurrency`).
+The gain of N requests at once over one is what `kgqa eval --llm ...` relies on: it answers as
+many questions at once as the server takes (`qa.eval.run.eval_concurrency`): `llm.max_concurrency`
+(8) with vLLM, one with llama-cpp-python's server, which runs one request at a time (the others
+wait their turn there). Raw prefill and generation tokens/s: `bench_llm_speed.py`.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def main() -> None:
                 print(
                     f"{engine}: gain at concurrency {args.concurrency}: "
                     f"{totals[1] / max(totals[0], 1e-9):.2f}x the tokens/s of one request "
-                    f"(kgqa eval with an LLM answers llm.max_concurrency questions at once)",
+                    f"(the server takes {chat.concurrency()} at once: kgqa eval sends as many)",
                     flush=True,
                 )
 

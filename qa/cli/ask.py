@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from qa.config import Settings
+    from qa.config import LLMSettings, Settings
     from qa.schema import Answer
 
 __all__ = ["cmd_ask", "format_answer", "register"]
@@ -52,8 +52,37 @@ def _ensure_store(settings: Settings) -> None:
     ingest_with(settings)
 
 
+def _without_llm(
+    answer: Answer, spec: str, settings: Settings, server: LLMSettings | None = None
+) -> str | None:
+    """Why an answer asked of the LLM came from the graph instead, for the top of the output:
+    the fallback, and where the server is to blame (gone, or its engine broken:
+    `qa.llm.selfcheck.diagnose_server`) what is wrong with it and the fix. `server`: the
+    settings of the server the reader talked to (the embedded one's port is its own)."""
+    from qa.llm.offline import parse_offline_spec
+    from qa.llm.selfcheck import diagnose_server
+    from qa.schema import FallbackKind
+
+    fallback = answer.fallback
+    if fallback is None or not fallback.kind.is_llm:
+        return None
+    lines = [f"kgqa ask: answered without the LLM ({fallback.kind.value}): {fallback.detail}"]
+    server_side = {FallbackKind.LLM_UNAVAILABLE, FallbackKind.LLM_BAD_RESPONSE}
+    if fallback.kind in server_side and parse_offline_spec(spec) is None:
+        llm = server or (
+            settings.llm if spec == "auto" else settings.llm.model_copy(update={"base_url": spec})
+        )
+        why = diagnose_server(llm)
+        if why:
+            lines.append(f"kgqa ask: {why}")
+    return "\n".join(lines)
+
+
 def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
-    """Answer one question; `--json` prints the Answer object; exit 2 for a rejected question."""
+    """Answer one question; `--json` prints the Answer object; exit 2 for a rejected question.
+
+    An answer asked of the LLM that the graph gave instead says why first (on stderr), and what
+    is wrong with the LLM server where it is to blame (`_without_llm`)."""
     from qa.api import Assistant
     from qa.cli import offline_vllm_environment
     from qa.schema import FallbackKind
@@ -70,6 +99,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     _ensure_store(settings)
     assistant = Assistant.open(settings.store, settings=settings, dense=not args.no_dense, llm=spec)
     answer = assistant.ask(args.question, use_llm=spec != "none")
+    chat = getattr(assistant.llm, "chat", None)
+    server = getattr(chat, "settings", None)
+    if spec != "none" and (why := _without_llm(answer, spec, settings, server)):
+        print(why, file=sys.stderr, flush=True)
     if args.json:
         print(answer.model_dump_json(indent=1))
     else:

@@ -27,6 +27,16 @@ def _pct(value: float | None) -> str:
 
 def _print_outcome(outcome: EvalOutcome) -> None:
     run = outcome.run
+    if outcome.llm_failure:
+        print(f"RUN FAILED: {outcome.llm_failure}")
+    if outcome.llm_note:
+        print(f"LLM: {outcome.llm_note}")
+    unanswered = run.fallbacks.get("llm-unavailable", 0)
+    if unanswered:
+        print(
+            f"warning: {unanswered} of {run.answered} answers are the graph's: the LLM server did "
+            "not answer them (llm-unavailable)"
+        )
     print(
         f"kgqa: {run.answered} answered, {run.skipped} already in the results, "
         f"{len(run.failed)} failed; {run.throughput_qps or '—'} q/s"
@@ -39,8 +49,12 @@ def _print_outcome(outcome: EvalOutcome) -> None:
             f"  this pass: {run.answered} in {run.wall_s:.1f} s at concurrency {run.concurrency}"
             f" (1-min load {load}); answered by {by}; LLM fallbacks: {falls}"
         )
+    unasked = [qid for qid, err in run.failed.items() if ": not asked: " in err]
     for qid, err in run.failed.items():
-        print(f"  failed {qid}: {err}", file=sys.stderr)
+        if qid not in unasked:
+            print(f"  failed {qid}: {err}", file=sys.stderr)
+    if unasked:
+        print(f"  not asked, the LLM server being lost: {', '.join(unasked)}", file=sys.stderr)
     rows = [
         (
             "overall",
@@ -75,9 +89,12 @@ def _print_outcome(outcome: EvalOutcome) -> None:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    """Run `kgqa eval`; exit 1 when some question failed to get an answer."""
+    """Run `kgqa eval`; exit 1 when some question failed to get an answer (the LLM server lost
+    during the run among them: the summary says so first), 3 when the LLM's engine fails its
+    check before the run (`qa.llm.selfcheck`: nothing is answered)."""
     from qa.cli import offline_vllm_environment
     from qa.eval.run import EvalOptions, run_eval
+    from qa.llm.selfcheck import EngineBroken
 
     spec = args.llm or settings.reader
     offline_vllm_environment(spec)
@@ -93,10 +110,14 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         batch_embed=args.batch_embed,
         progress=not args.no_progress,
     )
-    outcome = run_eval(options, settings, log=lambda line: print(line, file=sys.stderr))
+    try:
+        outcome = run_eval(options, settings, log=lambda line: print(line, file=sys.stderr))
+    except EngineBroken as err:
+        print(f"RUN FAILED before answering: {err}", file=sys.stderr)
+        return 3
     _print_outcome(outcome)
     failed = outcome.run.failed or (outcome.baseline_run.failed if outcome.baseline_run else {})
-    return 1 if failed else 0
+    return 1 if failed or outcome.llm_failure else 0
 
 
 def register(
@@ -123,7 +144,8 @@ def register(
         "--concurrency",
         type=int,
         default=None,
-        help="questions answered at once (threads; default 1, with an LLM its max_concurrency, 8)",
+        help="questions answered at once (threads; default 1, with an LLM as many as its server "
+        "takes: 1 for llama.cpp's, llm.max_concurrency (8) for vLLM)",
     )
     p.add_argument("-k", "--k", type=int, default=_DEFAULT_K, help="retrieval recall@k cut-off")
     p.add_argument(

@@ -16,7 +16,7 @@ from qa.llm.prepare import DEFAULT_MODEL, MODELS
 if TYPE_CHECKING:
     from qa.config import Settings
 
-__all__ = ["cmd_llm", "cmd_prepare", "cmd_serve", "register"]
+__all__ = ["ENGINE_BROKEN_EXIT", "cmd_llm", "cmd_prepare", "cmd_serve", "register"]
 
 
 def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
@@ -26,17 +26,35 @@ def cmd_llm(args: argparse.Namespace, settings: Settings) -> int:
     return cmd_serve(args, settings)
 
 
-def cmd_prepare(args: argparse.Namespace, settings: Settings) -> int:
-    """``kgqa llm prepare [--model NAME] [--cache-dir DIR] [--convert] [--vllm-python P]``.
+#: The exit code of `kgqa llm prepare|serve` when the engine fails its check (`EngineBroken`).
+ENGINE_BROKEN_EXIT = 3
 
-    Prints the GGUF path (and the vLLM directory with ``--convert``); returns the exit code.
+
+def cmd_prepare(args: argparse.Namespace, settings: Settings) -> int:
+    """``kgqa llm prepare [--model NAME] [--cache-dir DIR] [--convert] [--vllm-python P]
+    [--no-check]``.
+
+    Prints the GGUF path (and the vLLM directory with ``--convert``). Where llama.cpp is
+    installed, the assembled model is then loaded and asked the check question
+    (`qa.llm.selfcheck.check_gguf`); a broken engine exits 3 with what to do.
     """
+    import importlib.util
+
     from kg.errors import LLMError
     from qa.llm.prepare import convert_for_vllm, prepare_model
     from qa.llm.runtime import find_vllm_python
+    from qa.llm.selfcheck import EngineBroken, check_gguf
 
     gguf = prepare_model(args.model, args.cache_dir or settings.cache_dir / "models")
-    print(f"model {args.model}: {gguf}")
+    print(f"model {args.model}: {gguf}", flush=True)
+    if not args.no_check and importlib.util.find_spec("llama_cpp") is not None:
+        threads = settings.llm.threads or min(2, os.cpu_count() or 1)
+        try:
+            checked = check_gguf(gguf, threads=threads, cache_dir=settings.cache_dir)
+        except EngineBroken as err:
+            print(f"kgqa llm prepare: {err}", file=sys.stderr)
+            return ENGINE_BROKEN_EXIT
+        print(f"llama.cpp {checked}")
     if args.convert:
         python = find_vllm_python(args.vllm_python or settings.vllm_python)
         if python is None:
@@ -84,8 +102,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     Starts the server (with this process's environment), prints how to point kgqa at it, and runs
     until SIGINT (Ctrl-C), SIGTERM or SIGHUP, which stop the server before kgqa exits (0). A
     server that dies on its own makes kgqa exit 1; a port already in use, 2 (`PortInUse`, before
-    anything starts). The server never outlives this process (`qa.llm.keeper`).
+    anything starts); an engine that fails its check (`qa.llm.selfcheck`: a wrong answer to the
+    check question, or a crash on it), 3, after stopping the server. The server never outlives
+    this process (`qa.llm.keeper`).
     """
+    from qa.llm.selfcheck import EngineBroken
     from qa.llm.serve import serve
 
     with _stop_signals_raise():
@@ -96,8 +117,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         except (KeyboardInterrupt, _StopSignal) as stop:  # serve() stopped what it had started
             print(f"kgqa llm serve: {_why(stop)} while starting: stopped", file=sys.stderr)
             return 0
+        except EngineBroken as err:
+            print(f"kgqa llm serve: {err}\nThe server was stopped.", file=sys.stderr)
+            return ENGINE_BROKEN_EXIT
         print(f"{handle.engine} serving {handle.model} at {handle.base_url} ", end="")
         print(f"(up in {handle.startup_s:.1f}s; log {handle.log_path})")
+        print(f"{handle.checked}; it {handle.takes()}")
         print("Point kgqa at it:\n" + handle.instructions(), flush=True)
         try:
             code = handle.process.wait()
@@ -106,7 +131,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             print(f"kgqa llm serve: {_why(stop)}: stopping the server", file=sys.stderr, flush=True)
             handle.stop()
             return 0
-    print(f"kgqa llm serve: the server exited with code {code}; log {handle.log_path}")
+    from qa.llm.selfcheck import exit_reason
+
+    print(f"kgqa llm serve: the server ended with {exit_reason(code)}; log {handle.log_path}")
     return 0 if code == 0 else 1
 
 
@@ -123,6 +150,9 @@ def register(
     prepare.add_argument("--cache-dir", type=Path, default=None, help="models directory")
     prepare.add_argument("--convert", action="store_true", help="also convert for vLLM")
     prepare.add_argument("--vllm-python", default=None, help="python of the vLLM environment")
+    prepare.add_argument(
+        "--no-check", action="store_true", help="skip asking the model the check question"
+    )
     serve = llm_sub.add_parser("serve", help="start a local OpenAI-compatible server")
     serve.add_argument("--engine", choices=["auto", "vllm", "llamacpp"], default="auto")
     serve.add_argument("--model", default=DEFAULT_MODEL, help="registry name, .gguf or dir")

@@ -3,13 +3,21 @@
 Results are one JSON object per line (`EvalRecord`: an Answer plus the ranked retrieved chunks),
 appended and flushed as each answer arrives, so a killed run loses at most the line it was writing.
 A rerun skips ids already in the results file (a torn last line is cut off first). Answers run on a
-thread pool: `Assistant` is thread-safe, and concurrent requests let an LLM server batch them.
+thread pool: `Assistant` is thread-safe, and concurrent requests let an LLM server batch them; with
+an LLM server, as many at once as the server takes (`ChatModel.concurrency`: one for llama.cpp's
+Python server, which has no parallel slots).
+
+The LLM is checked before the run (`qa.llm.selfcheck`: a broken engine stops it at once). A server
+that stops answering during the run (it crashed: nothing answers there any more) loses the
+run: the answers it took down are not written (a rerun asks them again), the questions left are
+not asked, and `EvalOutcome.llm_failure` says so, for the top of the summary.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -19,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ingest.embed import CachingEmbedder, make_embedder
-from kg.errors import KGQAError, QuestionError
+from kg.errors import KGQAError, LLMError, LLMUnavailable, QuestionError
 from kg.lexicon import Lexicon
 from kg.store import Store
 from qa.api import Assistant
@@ -31,11 +39,15 @@ from qa.eval.records import (
     GoldQuestion,
     LineProblem,
     RunStats,
+    llm_fallback,
     read_questions,
     read_results,
 )
 from qa.eval.report import ReportData, SystemResult, write_report
 from qa.eval.score import EvalSummary, Scorer, breakdown
+from qa.llm.client import ChatModel
+from qa.llm.selfcheck import EngineBroken, check_chat, server_gone
+from qa.schema import FallbackKind
 from qa.understand import clean_question
 
 __all__ = [
@@ -44,8 +56,11 @@ __all__ = [
     "EvalOptions",
     "EvalOutcome",
     "KgqaAnswerer",
+    "LLMServerLost",
     "baseline_path",
+    "eval_concurrency",
     "eval_llm",
+    "llm_concurrency",
     "load_average",
     "open_assistant",
     "prefetch_queries",
@@ -168,17 +183,62 @@ def prefetch_queries(cache: CachingEmbedder, questions: Iterable[GoldQuestion]) 
     return len(texts)
 
 
-class KgqaAnswerer:
-    """Answers one gold question with an `Assistant` and records the chunks retrieval ranked."""
+class LLMServerLost(LLMUnavailable):
+    """The LLM server stopped answering during an eval run (crashed, or stopped)."""
 
-    def __init__(self, assistant: Assistant, *, use_llm: bool, k: int = DEFAULT_K) -> None:
+
+#: Fallbacks that may mean the server is gone (a crash mid-request cuts the reply: bad response).
+_SERVER_GONE_SIGNS = frozenset(
+    {FallbackKind.LLM_UNAVAILABLE, FallbackKind.LLM_BAD_RESPONSE, FallbackKind.LLM_TIMEOUT}
+)
+
+
+class KgqaAnswerer:
+    """Answers one gold question with an `Assistant` and records the chunks retrieval ranked.
+
+    With ``llm_server`` (the LLM server's base URL): an answer that fell back to the graph while
+    nothing answers there any more (`qa.llm.selfcheck.server_gone`) raises `LLMServerLost`
+    instead of being recorded, and so does every later question, unasked (``lost`` says what
+    happened).
+    """
+
+    def __init__(
+        self,
+        assistant: Assistant,
+        *,
+        use_llm: bool,
+        k: int = DEFAULT_K,
+        llm_server: str | None = None,
+    ) -> None:
         self.assistant = assistant
         self.use_llm = use_llm
         self.k = k
+        self.llm_server = llm_server if use_llm else None
+        self.lost: str | None = None
+        self._lock = threading.Lock()
+
+    def _check_server(self, detail: str, kind: FallbackKind) -> None:
+        """Raise `LLMServerLost` if the server is gone (the first loss is kept in ``lost``)."""
+        url = self.llm_server
+        if url is None or not server_gone(url):
+            return
+        with self._lock:
+            if self.lost is None:
+                self.lost = (
+                    f"the LLM server at {url} stopped answering during the run: nothing answers "
+                    f"there any more (it crashed or was stopped; {kind.value}: "
+                    f"{detail[:300]})"
+                )
+        raise LLMServerLost(self.lost)
 
     def __call__(self, question: GoldQuestion) -> EvalRecord:
         """The answer (timed by the assistant) plus the top-k retrieved chunk spans."""
+        if self.lost is not None:
+            raise LLMServerLost("not asked: the LLM server was lost earlier in the run")
         answer = self.assistant.ask(question.question, qid=question.id, use_llm=self.use_llm)
+        kind = llm_fallback(answer)
+        if kind in _SERVER_GONE_SIGNS and answer.fallback is not None:
+            self._check_server(answer.fallback.detail, kind)
         try:
             parsed = self.assistant.understand(question.question)
         except QuestionError:
@@ -192,20 +252,43 @@ class KgqaAnswerer:
 def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[ReaderModel | None, str]:
     """The LLM answerer for `--llm SPEC` (`qa.llm.answerer.make_llm`), and a note.
 
-    When the LLM cannot be had, the note says so and the graph composer answers alone.
+    When the LLM cannot be had, the note says so and the graph composer answers alone. A server's
+    engine is checked first (`qa.llm.selfcheck.check_chat`): one that answers the check question
+    wrongly raises `EngineBroken` (its message says what to do); nothing is answered then.
     """
     if spec == "none":
         return None, ""
     from qa.llm.answerer import make_llm
     from qa.llm.embedded import start_embedded
 
+    graph_only = "answering with the graph composer only"
     try:
         llm = make_llm(spec, settings.llm, embedded=lambda: start_embedded(settings))
     except KGQAError as err:
-        return None, f"--llm {spec}: {err}; answering with the graph composer only"
+        return None, f"--llm {spec}: {err}; {graph_only}"
     if llm is None:
-        return None, f"--llm {spec}: no LLM available; answering with the graph composer only"
+        return None, f"--llm {spec}: no LLM available; {graph_only}"
+    chat = getattr(llm, "chat", None)
+    if isinstance(chat, ChatModel):
+        try:
+            check_chat(chat.settings, chat.server_kind().value, cache_dir=settings.cache_dir)
+        except EngineBroken:
+            raise
+        except LLMError as err:
+            chat.close()
+            return None, f"--llm {spec}: the check question got no answer: {err}; {graph_only}"
     return llm, ""
+
+
+def llm_concurrency(llm: ReaderModel | None, settings: Settings) -> int | None:
+    """Requests the LLM takes at once: what its server takes (`ChatModel.concurrency`: one for
+    llama-cpp-python's server), else the configured ``llm.max_concurrency``; None without one."""
+    if llm is None:
+        return None
+    chat = getattr(llm, "chat", None)
+    if isinstance(chat, ChatModel):
+        return chat.concurrency()
+    return settings.llm.max_concurrency
 
 
 class EvalOptions(BaseModel):
@@ -226,9 +309,11 @@ class EvalOptions(BaseModel):
 
 
 class EvalOutcome(BaseModel):
-    """What a run did and how it scored."""
+    """What a run did and how it scored. ``llm_failure``: the LLM server was lost during the run
+    (a failed run: the summary says so first, `kgqa eval` exits non-zero)."""
 
     problems: list[LineProblem]
+    llm_failure: str | None = None
     llm_note: str = ""
     run: RunStats
     summary: EvalSummary
@@ -281,18 +366,33 @@ def _baseline(
     return naive, baseline_path(options.out, options.baseline)
 
 
-def eval_concurrency(asked: int | None, settings: Settings, *, llm_on: bool) -> int:
+def eval_concurrency(asked: int | None, llm_slots: int | None) -> int:
     """Questions answered at once: as asked, else one without an LLM (the graph composer keeps
-    both cores busy alone) and as many as the LLM client lets through with one (an LLM server
-    batches concurrent requests: vLLM on CPU gives ~4.8x the tokens/s at 8, bench_llm.py).
+    both cores busy alone) and as many as the LLM takes with one (``llm_slots``,
+    `llm_concurrency`: a vLLM server batches concurrent requests, ~4.8x the tokens/s at 8 on CPU,
+    bench_llm.py; llama-cpp-python's server runs one at a time, and more would only wait there
+    and time out).
 
-    >>> from qa.config import Settings
-    >>> [eval_concurrency(None, Settings(), llm_on=on) for on in (True, False)]
-    [8, 1]
+    >>> eval_concurrency(None, None), eval_concurrency(None, 1), eval_concurrency(None, 8)
+    (1, 1, 8)
+    >>> eval_concurrency(4, 1)
+    4
     """
     if asked is not None:
         return asked
-    return settings.llm.max_concurrency if llm_on else 1
+    return llm_slots or 1
+
+
+def _llm_failure(answerer: KgqaAnswerer, run: RunStats) -> str | None:
+    """What the loss of the LLM server cost the run, or None when it was not lost."""
+    if answerer.lost is None:
+        return None
+    lost = sum(1 for err in run.failed.values() if err.startswith(LLMServerLost.__name__))
+    return (
+        f"{answerer.lost}. {run.answered} answer(s) of this pass were written before; {lost} "
+        "question(s) were not answered and not written: restart the server (`kgqa llm serve`) "
+        "and rerun the same command to resume"
+    )
 
 
 def run_eval(
@@ -314,8 +414,13 @@ def run_eval(
         done, _ = read_results(options.out)
         count = prefetch_queries(cache, (q for q in qset.questions if q.id not in done))
         notes.append(f"{count} query embeddings batched before answering: latencies exclude them")
-    answerer = KgqaAnswerer(assistant, use_llm=llm is not None, k=options.k)
-    concurrency = eval_concurrency(options.concurrency, settings, llm_on=llm is not None)
+    chat = getattr(llm, "chat", None)
+    server = chat.settings.base_url if isinstance(chat, ChatModel) else None
+    answerer = KgqaAnswerer(assistant, use_llm=llm is not None, k=options.k, llm_server=server)
+    slots = llm_concurrency(llm, settings)
+    concurrency = eval_concurrency(options.concurrency, slots)
+    if llm is not None and options.concurrency is None:
+        log(f"{concurrency} question(s) at once: as many as the LLM takes")
     run = run_questions(
         qset.questions,
         answerer,
@@ -327,7 +432,10 @@ def run_eval(
     scorer = Scorer(assistant.lexicon, assistant.graph, assistant.documents, k=options.k)
     systems = [_system("kgqa", qset.questions, options.out, scorer, run)]
     baseline_run = None
-    if options.baseline:
+    llm_failure = _llm_failure(answerer, run)
+    if llm_failure and options.baseline:
+        llm_failure += f"; the {options.baseline} baseline was not run"
+    elif options.baseline:
         naive, naive_out = _baseline(options, assistant, qset.questions, llm is not None)
         baseline_run = run_questions(
             qset.questions,
@@ -340,8 +448,11 @@ def run_eval(
         systems.append(
             _system(f"{options.baseline}-rag", qset.questions, naive_out, scorer, baseline_run)
         )
+    if llm_failure:
+        notes.insert(0, f"RUN FAILED: {llm_failure}")
     outcome = EvalOutcome(
         problems=qset.problems,
+        llm_failure=llm_failure,
         llm_note=note,
         run=run,
         summary=systems[0].summary,

@@ -4,7 +4,9 @@ It speaks ``POST /v1/chat/completions`` (plain and SSE-streamed) and ``GET /v1/m
 httpx, to vLLM (GPU or CPU build), llama.cpp's server, or any OpenAI-compatible endpoint. It
 retries connect errors and 5xx with exponential backoff (never 4xx), bounds every request by
 ``timeout_s`` in all (a server that trickles bytes is cut off too), limits requests in flight, and
-expresses a JSON schema for structured output the way each server kind understands it. Every
+expresses a JSON schema for structured output the way each server kind understands it. It sends
+no more requests at once than the server takes (`ChatModel.concurrency`: llama-cpp-python's server
+runs one at a time), so that a queued request's time limit starts when the server takes it. Every
 failure is an `LLMError`:
 
     LLMError
@@ -25,7 +27,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel
 
-from kg.errors import LLMBadResponse, LLMTimeout, LLMUnavailable
+from kg.errors import LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable
 from qa.config import LLMKind, LLMSettings
 
 __all__ = ["ChatMessage", "ChatModel", "ChatResult", "response_format_for"]
@@ -101,11 +103,38 @@ def _kind_from_owner(owned_by: str) -> LLMKind:
     return LLMKind.OPENAI
 
 
+class _Slots:
+    """At most ``limit`` holders at once; the limit can change while it is in use."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held = 0
+        self._free = threading.Condition()
+
+    def set_limit(self, limit: int) -> None:
+        with self._free:
+            self.limit = limit
+            self._free.notify_all()
+
+    def acquire(self, timeout: float) -> bool:
+        with self._free:
+            if not self._free.wait_for(lambda: self._held < self.limit, timeout):
+                return False
+            self._held += 1
+            return True
+
+    def release(self) -> None:
+        with self._free:
+            self._held -= 1
+            self._free.notify()
+
+
 class ChatModel:
     """Client of one OpenAI-compatible chat server, configured by `LLMSettings`.
 
     ``transport`` exists for failures a real local server cannot produce; tests use real servers.
-    Thread-safe: share one instance between threads; ``max_concurrency`` bounds requests in flight.
+    Thread-safe: share one instance between threads. Requests in flight are bounded by
+    ``max_concurrency`` and by what the server takes (`concurrency`, asked before the first chat).
     """
 
     def __init__(
@@ -122,7 +151,10 @@ class ChatModel:
             timeout=httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s),
             transport=transport,
         )
-        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        self._slots = _Slots(settings.max_concurrency)
+        self._server_slots: int | None = None
+        self._slots_known = False
+        self._asking = threading.Lock()
         self._kind: LLMKind | None = None if settings.kind is LLMKind.AUTO else settings.kind
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -157,6 +189,52 @@ class ChatModel:
                 raise LLMBadResponse(f"{self._url('/models')} lists no model; is it loaded?")
             self._kind = _kind_from_owner(str(models[0].get("owned_by", "")))
         return self._kind
+
+    def server_concurrency(self) -> int | None:
+        """How many requests the server says it runs at once: 1 for llama-cpp-python's server
+        (one model context behind a lock; the others wait in turn), the slots of llama.cpp's own
+        ``llama-server`` (``/props``); None where the server does not say (vLLM batches up to
+        its ``--max-num-seqs``; OpenAI). One GET each, no retries; `LLMError` if it cannot ask."""
+        url = self._url("/models")
+        try:
+            response = self._http.get("/models")
+            body = response.json() if response.status_code == 200 else None
+        except httpx.TimeoutException as exc:
+            raise self._timeout(exc) from exc
+        except (httpx.HTTPError, ValueError) as exc:
+            raise LLMUnavailable(f"cannot ask {url} what it serves: {exc}") from exc
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+            raise LLMBadResponse(f"{url} answered without a model list: {str(body)[:200]}")
+        owner = str(data[0].get("owned_by", "")).lower()
+        if owner == "me":  # llama-cpp-python: one Llama behind a lock, no parallel slots
+            return 1
+        if owner in {"llamacpp", "llama.cpp"}:  # llama-server: --parallel N slots
+            root = str(self._http.base_url).rstrip("/").removesuffix("/v1")
+            try:
+                props = self._http.get(f"{root}/props").json()
+                return max(1, int(props["total_slots"]))
+            except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                return 1
+        return None
+
+    def concurrency(self) -> int:
+        """Requests this client sends at once: ``max_concurrency``, or fewer where the server
+        takes fewer (`server_concurrency`, asked once; until it answers, ``max_concurrency``).
+
+        `kgqa eval` answers this many questions at once; the UI's LLM requests wait for a slot.
+        """
+        if not self._slots_known:
+            with self._asking:
+                if not self._slots_known:
+                    try:
+                        self._server_slots = self.server_concurrency()
+                    except LLMError:
+                        return self._slots.limit  # ask again next time
+                    limit = min(self.settings.max_concurrency, self._server_slots or 1 << 30)
+                    self._slots.set_limit(limit)
+                    self._slots_known = True
+        return self._slots.limit
 
     def _models(self) -> list[dict[str, Any]]:
         with self._request("GET", "/models", None) as response:
@@ -262,10 +340,12 @@ class ChatModel:
         self, method: str, path: str, payload: dict[str, Any] | None
     ) -> Iterator[httpx.Response]:
         """Send with retries; yield the open (streaming) response with a 2xx status."""
+        if method == "POST":
+            self.concurrency()
         if not self._slots.acquire(timeout=self.settings.timeout_s):
             raise LLMTimeout(
-                f"no free request slot within {self.settings.timeout_s}s "
-                f"({self.settings.max_concurrency} in flight); raise KGQA_LLM_MAX_CONCURRENCY"
+                f"no free request slot within {self.settings.timeout_s}s: "
+                f"{self._slots.limit} request(s) in flight, as many as {self._limit_source()}"
             )
         try:
             response = self._send_with_retries(method, path, payload)
@@ -275,6 +355,11 @@ class ChatModel:
                 response.close()
         finally:
             self._slots.release()
+
+    def _limit_source(self) -> str:
+        if self._server_slots is not None and self._server_slots <= self.settings.max_concurrency:
+            return f"the server at {self.settings.base_url} takes at once; serve more slots or wait"
+        return "KGQA_LLM_MAX_CONCURRENCY allows; raise it"
 
     def _send_with_retries(
         self, method: str, path: str, payload: dict[str, Any] | None

@@ -9,7 +9,7 @@ same JSON schema (vLLM's structured outputs:
   ``SamplingParams`` per request, so each keeps its own schema).
 - `OfflineChatModel.chat` / ``stream`` take one request, as `ChatModel` does; calls made at the same
   time from several threads (the eval runner's pool) are gathered by one worker thread into a
-  single batch, so ``ChatAnswerer(OfflineChatModel(dir), graph)`` batches with no
+  single batch, so ``Reader(OfflineChatModel(dir))`` batches with no
   other change.
   ``stream`` yields the finished text in one piece (offline generation does not stream).
 
@@ -53,7 +53,7 @@ OFFLINE_PREFIX = "vllm-offline:"
 
 
 class StructuredChat(Protocol):
-    """What `qa.llm.answerer.ChatAnswerer` needs of its chat model (`ChatModel`, or this
+    """What `qa.decide.reader.Reader` needs of its chat model (`ChatModel`, or this
     module's)."""
 
     settings: LLMSettings

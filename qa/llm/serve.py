@@ -1,7 +1,12 @@
 """Start a local OpenAI-compatible chat server (vLLM or llama.cpp) on 127.0.0.1 as a subprocess.
 
 `serve` starts it, waits until GET /v1/models answers (or the process dies: the error carries its
-log tail), and returns a `ServerHandle` that stops it cleanly (``stop()`` or ``with``).
+log tail), checks the engine with one short chat whose answer is known (`qa.llm.selfcheck`: a
+llama.cpp built for another CPU is up and then crashes or answers garbage; that raises
+`EngineBroken` naming the CPU flags and the fix, after stopping the server), and returns a
+`ServerHandle` that stops it cleanly (``stop()`` or ``with``). The handle says how many requests
+the server takes at once (``slots``: 1 for llama-cpp-python's server, which has no parallel slots;
+None for vLLM, which batches them).
 
 Nothing outlives its owner: the server runs under `qa.llm.keeper`, which stops it (SIGTERM, then
 SIGKILL after a grace period) when told to or when kgqa is gone, even after a SIGKILL, and kills
@@ -36,6 +41,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from kg.errors import LLMError, LLMUnavailable
+from qa.config import LLMKind, LLMSettings
+from qa.llm.client import ChatModel
 from qa.llm.prepare import DEFAULT_MODEL, MODELS, convert_for_vllm, prepare_model
 from qa.llm.runtime import (
     STRUCTURED_OUTPUTS,
@@ -43,11 +50,28 @@ from qa.llm.runtime import (
     vllm_cpu_env,
     vllm_is_cpu_build,
 )
+from qa.llm.selfcheck import (
+    PROBE_QUESTION,
+    EngineBroken,
+    EngineCheck,
+    check_chat,
+    engine_broken,
+    exit_reason,
+)
 
 if TYPE_CHECKING:
     from qa.config import Settings
 
-__all__ = ["Engine", "PortInUse", "ServerHandle", "check_port_free", "free_port", "serve"]
+__all__ = [
+    "Engine",
+    "EngineBroken",
+    "PortInUse",
+    "ServerHandle",
+    "check_port_free",
+    "free_port",
+    "serve",
+    "start_server",
+]
 
 Engine = Literal["vllm", "llamacpp", "auto"]
 _LLAMACPP_START_S = 120.0
@@ -74,14 +98,27 @@ class ServerHandle(BaseModel):
     log_path: Path
     startup_s: float
     process: subprocess.Popen[bytes]
+    checked: str = ""
+    slots: int | None = None
 
     def instructions(self) -> str:
         """Shell lines that point kgqa at this server."""
-        return (
-            f"export KGQA_LLM_BASE_URL={self.base_url}\n"
-            f"export KGQA_LLM_MODEL={self.model}\n"
-            f"export KGQA_LLM_KIND={self.engine}"
-        )
+        lines = [
+            f"export KGQA_LLM_BASE_URL={self.base_url}",
+            f"export KGQA_LLM_MODEL={self.model}",
+            f"export KGQA_LLM_KIND={self.engine}",
+        ]
+        if self.slots is not None:
+            lines.append(f"export KGQA_LLM_MAX_CONCURRENCY={self.slots}")
+        return "\n".join(lines)
+
+    def takes(self) -> str:
+        """How many requests the server runs at once, in words."""
+        if self.slots is None:
+            return "batches concurrent requests"
+        if self.slots == 1:
+            return "runs one request at a time (more wait their turn)"
+        return f"runs {self.slots} requests at a time"
 
     def alive(self) -> bool:
         """True while the server process runs."""
@@ -178,6 +215,10 @@ def _llamacpp_command(
         # By default a new request cancels the one in progress: concurrent users would cut each
         # other off (8 concurrent streams gave 1 answer and 7 empty ones). Queue them instead.
         "--interrupt_requests", "false",
+        # By default the output layer runs for every prompt token and its logits are kept (an
+        # n_ctx x vocabulary float array, 2.5 GB for Qwen2.5 at 4096): only logprobs need them,
+        # and kgqa asks for none (benchmarks/bench_llm_speed.py measures the prefill both ways)
+        "--logits_all", "false",
     ]  # fmt: skip
 
 
@@ -235,6 +276,30 @@ def _wait_until_up(
     )
 
 
+def _check_engine(handle: ServerHandle, limit: float, settings: Settings) -> EngineCheck:
+    """The engine check (`qa.llm.selfcheck.check_chat`) on a server that is up; a server that
+    dies on it raises `EngineBroken` too."""
+    llm = LLMSettings(
+        base_url=handle.base_url, model=handle.model, kind=LLMKind(handle.engine), timeout_s=limit
+    )
+    cache, log = settings.cache_dir, handle.log_path
+    try:
+        return check_chat(llm, handle.engine, cache_dir=cache, log=log)
+    except EngineBroken:
+        raise
+    except LLMError as exc:
+        try:
+            code = handle.process.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            raise LLMUnavailable(
+                f"the server is up but its check chat failed: {exc}; log {handle.log_path}:\n"
+                f"{_log_tail(handle.log_path, 1500)}"
+            ) from exc
+        what = f"the server died with {exit_reason(code)} on the check question {PROBE_QUESTION!r}"
+        tail = _log_tail(handle.log_path, 1200)
+        raise engine_broken(handle.engine, what, cache_dir=cache, log=log, tail=tail) from exc
+
+
 def serve(
     engine: Engine = "auto",
     model: str = DEFAULT_MODEL,
@@ -248,6 +313,7 @@ def serve(
     log_dir: Path | None = None,
     extra_args: Sequence[str] = (),
     stop_grace_s: float = _STOP_GRACE_S,
+    check: bool = True,
 ) -> ServerHandle:
     """Start a server for ``model`` (registry name, ``.gguf`` file or vLLM model dir) and wait.
 
@@ -257,7 +323,9 @@ def serve(
     ``["--gpu-memory-utilization", "0.4"]`` for vLLM). `settings` give the cache directory (models,
     logs), the llama.cpp threads and vLLM's interpreter; `environ` is the environment the server
     starts with (plus what vLLM's CPU build needs). Raises `LLMUnavailable` with the log tail if
-    the server dies or does not answer within ``startup_timeout_s``. The server stops when the
+    the server dies or does not answer within ``startup_timeout_s``. With ``check`` (default) the
+    engine is then asked the check question: a wrong answer, or a crash on it, stops the server and
+    raises `EngineBroken`. The server stops when the
     handle does, and when this process ends however it ends (`qa.llm.keeper`); if it was asked to
     stop and is still running ``stop_grace_s`` later, it is killed.
     """
@@ -275,12 +343,35 @@ def serve(
         env.update(extra)
         limit = startup_timeout_s or _VLLM_START_S
     cmd += list(extra_args)
+    return start_server(
+        cmd, chosen, name, host, port, settings=settings, environ=env, limit_s=limit,
+        log_dir=log_dir, stop_grace_s=stop_grace_s, check=check,
+    )  # fmt: skip
+
+
+def start_server(
+    argv: Sequence[str],
+    engine: Literal["vllm", "llamacpp"],
+    name: str,
+    host: str,
+    port: int,
+    *,
+    settings: Settings,
+    environ: Mapping[str, str],
+    limit_s: float,
+    log_dir: Path | None = None,
+    stop_grace_s: float = _STOP_GRACE_S,
+    check: bool = True,
+) -> ServerHandle:
+    """Run ``argv`` (a server for ``engine`` serving ``name`` at ``host:port``) under its keeper,
+    wait until it lists ``name``, check its engine (with ``check``), and return its handle: the
+    second half of `serve`, which builds ``argv``. Any failure stops the server first."""
     logs = log_dir or settings.cache_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    log_path = logs / f"serve-{chosen}-{port}.log"
+    log_path = logs / f"serve-{engine}-{port}.log"
     started = time.monotonic()
     keeper = {
-        "argv": cmd,
+        "argv": list(argv),
         "parent": os.getpid(),
         "grace_s": stop_grace_s,
         # the kernel sends the parent-death signal when the starting *thread* exits
@@ -289,16 +380,20 @@ def serve(
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-I", "-S", str(_KEEPER), json.dumps(keeper)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(environ),
             start_new_session=True,
         )  # fmt: skip
     base_url = f"http://{host}:{port}/v1"
     handle = ServerHandle(
-        engine=chosen, model=name, base_url=base_url, log_path=log_path, startup_s=0.0,
+        engine=engine, model=name, base_url=base_url, log_path=log_path, startup_s=0.0,
         process=process,
     )  # fmt: skip
     try:
-        _wait_until_up(process, base_url, name, log_path, limit)
+        _wait_until_up(process, base_url, name, log_path, limit_s)
+        if check:
+            handle.checked = str(_check_engine(handle, limit_s, settings))
+        with ChatModel(LLMSettings(base_url=base_url, model=name, timeout_s=limit_s)) as chat:
+            handle.slots = chat.server_concurrency()
     except BaseException:
         handle.stop(grace_s=5.0)
         raise

@@ -41,7 +41,8 @@ def test_well_behaved_server_chat_and_stream(misbehaving_server: Factory) -> Non
         result = chat.chat(HELLO)
         assert (result.content, result.completion_tokens) == ("Hello", 2)
         assert list(chat.stream(HELLO)) == ["Hel", "lo"]
-    assert server.paths == ["/v1/chat/completions", "/v1/chat/completions"]
+    # what the server takes at once is asked once, before the first chat
+    assert server.paths == ["/v1/models", "/v1/chat/completions", "/v1/chat/completions"]
     assert server.requests[1]["stream"] is True
 
 
