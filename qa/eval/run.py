@@ -267,7 +267,10 @@ def eval_llm(spec: str, assistant: Assistant, settings: Settings) -> tuple[Reade
     except KGQAError as err:
         return None, f"--llm {spec}: {err}; {graph_only}"
     if llm is None:
-        return None, f"--llm {spec}: no LLM available; {graph_only}"
+        from qa.llm.embedded import embedded_available
+
+        why = embedded_available(settings) or "no LLM available"
+        return None, f"--llm {spec}: no LLM available ({why}); {graph_only}"
     chat = getattr(llm, "chat", None)
     if isinstance(chat, ChatModel):
         try:

@@ -196,14 +196,15 @@ def test_llm_none_uses_the_graph_composer(store: Path) -> None:
 
 
 def test_unreachable_llm_falls_back_with_a_message(store: Path) -> None:
-    # nothing listens on port 9 of this machine: the explicit URL fails, `auto` finds no server
-    nowhere = LLMSettings(base_url="http://127.0.0.1:9/v1")
+    # nothing listens on port 9 of this machine: the explicit URL fails; `auto` finds no server
+    # and (the model named is no embedded one) no embedded model to start
+    nowhere = LLMSettings(base_url="http://127.0.0.1:9/v1", model="no-such-model")
     settings = SETTINGS.model_copy(update={"store": store, "llm": nowhere})
     assistant, _cache = open_assistant(settings, dense=False)
     llm, note = eval_llm("http://127.0.0.1:9/v1", assistant, settings)
     assert llm is None and "127.0.0.1:9" in note and "graph composer" in note
     llm, note = eval_llm("auto", assistant, settings)
-    assert llm is None and "no LLM available" in note
+    assert llm is None and "no LLM available" in note and "no-such-model" in note
 
 
 def _gold_lines(n: int) -> list[str]:
