@@ -52,6 +52,7 @@ from qa.schema import (
     Answer,
     AnswerDraft,
     EvidenceBundle,
+    EvidenceSpan,
     Fallback,
     FallbackKind,
     Question,
@@ -386,8 +387,12 @@ class Assistant:
                     fallback = _fall_back(graph_answer, FallbackKind.LLM_UNVERIFIED, why)
                     yield AnswerEvent(kind="final", answer=stamp(fallback))
                 else:
+                    answer = render_draft(verified, self.graph)
+                    read = [
+                        EvidenceSpan(doc=u.doc, start=u.start, end=u.end) for u in reading.evidence
+                    ]
                     yield AnswerEvent(
-                        kind="final", answer=stamp(render_draft(verified, self.graph))
+                        kind="final", answer=stamp(answer).model_copy(update={"read": read})
                     )
                 return
             why = "the reader's stream ended without an answer"

@@ -29,6 +29,7 @@ __all__ = [
     "DraftPoint",
     "DraftRecommendation",
     "EvidenceBundle",
+    "EvidenceSpan",
     "Fallback",
     "FallbackKind",
     "GraphPath",
@@ -201,6 +202,14 @@ class Fallback(BaseModel):
     detail: str = ""
 
 
+class EvidenceSpan(BaseModel):
+    """Where a piece of evidence lies: a document and a character span of it."""
+
+    doc: str
+    start: int
+    end: int
+
+
 class Answer(BaseModel):
     """The public Answer object (DESIGN.md)."""
 
@@ -219,6 +228,11 @@ class Answer(BaseModel):
     )
     fallback: Fallback | None = Field(
         default=None, description="extension: why the answer falls back (None: it does not)"
+    )
+    read: list[EvidenceSpan] = Field(
+        default_factory=list,
+        description="extension: the evidence the reader model read ([1].. in order); empty for "
+        "a graph-only answer",
     )
 
 

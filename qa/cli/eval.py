@@ -55,28 +55,27 @@ def _print_outcome(outcome: EvalOutcome) -> None:
             print(f"  failed {qid}: {err}", file=sys.stderr)
     if unasked:
         print(f"  not asked, the LLM server being lost: {', '.join(unasked)}", file=sys.stderr)
-    rows = [
-        (
-            "overall",
-            outcome.summary.overall,
-            outcome.baseline_summary and outcome.baseline_summary.overall,
-        )
-    ]
+    others = [x for x in (outcome.graph_summary, outcome.baseline_summary) if x is not None]
+    rows = [("overall", outcome.summary.overall, [x.overall for x in others])]
     for attr in ("by_kind", "by_lang"):
         mine = getattr(outcome.summary, attr)
-        theirs = getattr(outcome.baseline_summary, attr) if outcome.baseline_summary else {}
-        rows += [(name, m, theirs.get(name)) for name, m in mine.items()]
+        rows += [
+            (name, m, [getattr(x, attr).get(name) for x in others]) for name, m in mine.items()
+        ]
+    heads = (["graph acc"] if outcome.graph_summary else []) + (
+        ["baseline acc"] if outcome.baseline_summary else []
+    )
     print(
         f"{'group':<14}{'n':>4} {'acc':>7} {'top':>7} {'facts':>7} {'support':>7} "
-        f"{'recall':>7} {'p50 ms':>8}  {'baseline acc':>12}"
+        f"{'recall':>7} {'read':>7} {'p50 ms':>8}" + "".join(f"  {h:>12}" for h in heads)
     )
-    for name, m, b in rows:
+    for name, m, theirs in rows:
         p50 = f"{m.latency_p50_ms:8.1f}" if m.latency_p50_ms is not None else "       —"
         print(
             f"{name:<14}{m.questions:>4} {_pct(m.accuracy):>7} {_pct(m.top_accuracy):>7} "
             f"{_pct(m.facts_accuracy):>7} {_pct(m.citation_support):>7} "
-            f"{_pct(m.retrieval_recall):>7} "
-            f"{p50}  {_pct(b.accuracy) if b else '':>12}"
+            f"{_pct(m.retrieval_recall):>7} {_pct(m.reader_recall):>7} {p50}"
+            + "".join(f"  {_pct(t.accuracy) if t else '':>12}" for t in theirs)
         )
     o = outcome.summary.overall
     print(
@@ -109,6 +108,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         dense=not args.no_dense,
         batch_embed=args.batch_embed,
         progress=not args.no_progress,
+        graph_too=not args.no_graph,
     )
     try:
         outcome = run_eval(options, settings, log=lambda line: print(line, file=sys.stderr))
@@ -138,7 +138,15 @@ def register(
     )
     p.add_argument("--report", type=Path, default=None, help="write an HTML report (+ .md summary)")
     p.add_argument(
-        "--baseline", choices=["naive"], default=None, help="also run naive RAG, side by side"
+        "--no-graph",
+        action="store_true",
+        help="with a reader, do not also answer with the graph alone (it does by default)",
+    )
+    p.add_argument(
+        "--baseline",
+        choices=["naive"],
+        default=None,
+        help="also run naive vector RAG (its top chunks, no reader), side by side",
     )
     p.add_argument(
         "--concurrency",

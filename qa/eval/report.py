@@ -31,6 +31,7 @@ _HEADLINE = (
     ("citation_support", "citation support"),
     ("gold_quotes_cited", "gold quotes cited"),
     ("retrieval_recall", "retrieval recall@k"),
+    ("reader_recall", "gold documents read"),
     ("conflict_handled", "conflicts reported"),
     ("snippet_pass_rate", "snippet pass rate"),
 )
@@ -129,7 +130,12 @@ def _group_rows(groups: dict[str, Metrics], others: list[dict[str, Metrics]]) ->
             pct(m.top_accuracy),
             pct(m.facts_accuracy),
         ]
-        row += [pct(m.citation_support), pct(m.retrieval_recall), _ms(m.latency_p50_ms)]
+        row += [
+            pct(m.citation_support),
+            pct(m.retrieval_recall),
+            pct(m.reader_recall),
+            _ms(m.latency_p50_ms),
+        ]
         row += [pct(o[name].accuracy) if name in o else "—" for o in others]
         rows.append(row)
     return rows
@@ -246,6 +252,7 @@ def render_html(data: ReportData) -> str:
         "facts",
         "cit. support",
         f"recall@{systems[0].summary.k}",
+        "read",
         "p50",
     ]
     group_header += [f"{n} accuracy" for n in names[1:]]

@@ -309,6 +309,9 @@ class EvalOptions(BaseModel):
     dense: bool = True
     batch_embed: bool = False
     progress: bool = True
+    graph_too: bool = Field(
+        True, description="with a reader, answer with the graph alone too, side by side"
+    )
 
 
 class EvalOutcome(BaseModel):
@@ -322,6 +325,10 @@ class EvalOutcome(BaseModel):
     summary: EvalSummary
     baseline_run: RunStats | None = None
     baseline_summary: EvalSummary | None = None
+    graph_run: RunStats | None = None
+    graph_summary: EvalSummary | None = Field(
+        default=None, description="the graph alone (`--llm none`) on the same questions"
+    )
     report: Path | None = None
     summary_md: Path | None = None
 
@@ -434,12 +441,25 @@ def run_eval(
     )
     scorer = Scorer(assistant.lexicon, assistant.graph, assistant.documents, k=options.k)
     systems = [_system("kgqa", qset.questions, options.out, scorer, run)]
+    graph_run = None
+    if llm is not None and options.graph_too:
+        # the graph alone, on the same store and questions (fast: tens of questions a second)
+        graph_out = baseline_path(options.out, "graph")
+        graph_run = run_questions(
+            qset.questions,
+            KgqaAnswerer(graph_only, use_llm=False, k=options.k),
+            graph_out,
+            desc="graph",
+            progress=options.progress,
+        )
+        systems.append(_system("graph-only", qset.questions, graph_out, scorer, graph_run))
     baseline_run = None
     llm_failure = _llm_failure(answerer, run)
     if llm_failure and options.baseline:
         llm_failure += f"; the {options.baseline} baseline was not run"
     elif options.baseline:
-        naive, naive_out = _baseline(options, assistant, qset.questions, llm is not None)
+        # the plain vector-RAG baseline: its top chunks, no reader (`NaiveRAG` can take one)
+        naive, naive_out = _baseline(options, assistant, qset.questions, False)
         baseline_run = run_questions(
             qset.questions,
             naive,
@@ -460,7 +480,9 @@ def run_eval(
         run=run,
         summary=systems[0].summary,
         baseline_run=baseline_run,
-        baseline_summary=systems[1].summary if len(systems) > 1 else None,
+        baseline_summary=next((x.summary for x in systems if x.name.endswith("-rag")), None),
+        graph_run=graph_run,
+        graph_summary=next((x.summary for x in systems if x.name == "graph-only"), None),
     )
     if options.report is not None:
         data = ReportData(

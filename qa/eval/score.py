@@ -8,6 +8,7 @@ Per question (`Scorer.score`):
 - citation validity: cited edges exist and quotes are verbatim (`CitationVerifier`);
 - citation support: gold quotes overlapped by a cited evidence span (whitespace ignored);
 - retrieval recall@k: gold quotes inside one of the first k retrieved chunks;
+- reader recall: every gold document among the evidence the reader read (`Answer.read`);
 - conflicts, snippet statuses, latency.
 
 `summarize` aggregates scores; `breakdown` does it overall, by kind and by language.
@@ -61,6 +62,9 @@ class QuestionScore(BaseModel):
     gold_quotes: int = 0
     cited_quotes: int = 0
     retrieved_quotes: int = 0
+    read_docs: bool | None = Field(
+        default=None, description="every gold document among what the reader read (None: no reader)"
+    )
     unlocated_quotes: list[str] = Field(default_factory=list)
     conflict_ok: bool | None = None
     snippets: int = 0
@@ -83,6 +87,7 @@ class Metrics(BaseModel):
     citation_support: float | None = None
     gold_quotes_cited: float | None = None
     retrieval_recall: float | None = None
+    reader_recall: float | None = None
     conflict_handled: float | None = None
     snippet_pass_rate: float | None = None
     latency_p50_ms: float | None = None
@@ -255,6 +260,9 @@ class Scorer:
             score.citations, score.valid_citations = result.checked, result.checked - result.dropped
         cited = self._cited_spans(ev for c in record.citations for e in c.path for ev in e.evidence)
         retrieved = record.retrieved[: self.k] if isinstance(record, EvalRecord) else []
+        if record.read and gold.gold_evidence:
+            read = {span.doc for span in record.read}
+            score.read_docs = {ev.doc for ev in gold.gold_evidence} <= read
         for ev in gold.gold_evidence:
             spans = self.gold_spans(ev)
             if not spans:
@@ -283,7 +291,8 @@ def summarize(scores: Sequence[QuestionScore]) -> Metrics:
     abstentions on unanswerable questions; recall: share of unanswerable questions abstained on.
     Citation validity: valid / all citations. Citation support: share of questions with gold
     evidence that cite at least one gold quote; `gold_quotes_cited`: share of all gold quotes cited.
-    Retrieval recall: share of gold quotes inside the first k retrieved chunks.
+    Retrieval recall: share of gold quotes inside the first k retrieved chunks. Reader recall:
+    share of the questions the reader read whose gold documents were all among what it read.
     """
     answered = [s for s in scores if s.answered]
     scored = [s for s in scores if s.correct is not None]
@@ -294,6 +303,7 @@ def summarize(scores: Sequence[QuestionScore]) -> Metrics:
     unanswerable = [s for s in known if s.answerable is False]
     with_gold = [s for s in answered if s.gold_quotes]
     conflicts = [s for s in answered if s.conflict_ok is not None]
+    read = [s for s in answered if s.read_docs is not None]
     latencies = [s.latency_ms for s in answered if s.latency_ms is not None]
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     return Metrics(
@@ -315,6 +325,7 @@ def summarize(scores: Sequence[QuestionScore]) -> Metrics:
         retrieval_recall=_ratio(
             sum(s.retrieved_quotes for s in with_gold), sum(s.gold_quotes for s in with_gold)
         ),
+        reader_recall=_ratio(sum(bool(s.read_docs) for s in read), len(read)),
         conflict_handled=_ratio(sum(bool(s.conflict_ok) for s in conflicts), len(conflicts)),
         snippet_pass_rate=_ratio(
             sum(s.snippets_passed for s in answered), sum(s.snippets for s in answered)
