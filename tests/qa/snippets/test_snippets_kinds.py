@@ -301,7 +301,7 @@ def test_the_cache_records_what_each_kind_depends_on() -> None:
     [
         pytest.param(
             "import torch\nx = torch.ones(2, device='cuda')\nprint(x)\n",
-            "it needs a GPU, so this is no evidence against the snippet",
+            "run: skipped — not run: needs an accelerator (GPU): device 'cuda' (line 2)",
             marks=needs_torch,
         ),
         (
@@ -337,4 +337,7 @@ def test_a_signature_listing_is_documentation_but_broken_python_fails() -> None:
     )
     broken = check_code("for i in range(3)\n    print(i)\n", "python")
     assert broken.status is SnippetStatus.FAILED
-    assert _decisive(broken) == "parse: failed — SyntaxError: expected ':' (line 1)"
+    assert _decisive(broken) == (
+        "parse: failed — line 1: `for i in range(3)` — SyntaxError: expected ':': "
+        "Python cannot parse the code"
+    )
