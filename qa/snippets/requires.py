@@ -47,7 +47,7 @@ __all__ = [
 
 NeedKind = Literal["accelerator", "model", "credentials", "service"]
 _KIND_WORDS: dict[str, str] = {
-    "accelerator": "needs an accelerator (GPU)",
+    "accelerator": "needs an accelerator",
     "model": "needs a model that is not here",
     "credentials": "needs credentials",
     "service": "needs a running service",
@@ -404,6 +404,8 @@ _SECRET_KWARGS = {
     "aws_secret_access_key",
 }
 _LOGINS = {"login", "notebook_login", "interpreter_login"}
+# a literal that says no key is needed (local servers take any): `api_key="sk-no-key-required"`
+_NO_KEY = re.compile(r"(?i)no[-_ ]?key|not[-_ ]?(needed|required|used)|^empty$|^none$|dummy")
 
 
 def _env_key(node: ast.AST, bindings: dict[str, str]) -> str | None:
@@ -438,7 +440,9 @@ def _credential_needs(tree: ast.AST, bindings: dict[str, str]) -> list[Need]:
             continue
         for kw in node.keywords:
             value = kw.value
-            empty = isinstance(value, ast.Constant) and value.value in (None, False, "", "EMPTY")
+            empty = isinstance(value, ast.Constant) and (
+                value.value in (None, False, "") or _NO_KEY.search(str(value.value))
+            )
             if kw.arg in _SECRET_KWARGS and not empty:
                 needs.append(
                     Need(kind="credentials", line=node.lineno, what=f"{kw.arg}= of {target}()")
@@ -537,7 +541,7 @@ def describe_needs(needs: list[Need]) -> list[str]:
 
     >>> describe_needs([Need(kind="accelerator", line=2, what="device 'cuda'"),
     ...                 Need(kind="credentials", line=5, what="HF_TOKEN")])
-    ["needs an accelerator (GPU): device 'cuda' (line 2)", 'needs credentials: HF_TOKEN (line 5)']
+    ["needs an accelerator: device 'cuda' (line 2)", 'needs credentials: HF_TOKEN (line 5)']
     """
     out = []
     for kind, words in _KIND_WORDS.items():

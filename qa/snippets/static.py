@@ -44,6 +44,7 @@ __all__ = [
     "api_references",
     "check_data",
     "check_imports",
+    "first_bindings",
     "implicit_imports",
     "import_bindings",
     "imported_modules",
@@ -500,6 +501,26 @@ def used_before_bound(tree: ast.Module) -> dict[str, int]:
     return {name: line for name, line in order.early.items() if name in bound_somewhere}
 
 
+def first_bindings(tree: ast.Module) -> dict[str, int]:
+    """The line where each name is first bound at module level (assigned, defined, imported).
+
+    >>> first_bindings(ast.parse("x = 1\\ndef f(): pass\\nclass C: pass"))
+    {'x': 1, 'f': 2, 'C': 3}
+    """
+    out: dict[str, int] = {}
+    for stmt in tree.body:
+        names: set[str] = set()
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = {stmt.name}
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            names = {a.asname or a.name.split(".")[0] for a in stmt.names}
+        else:
+            names = _stores(stmt)
+        for name in sorted(names):
+            out.setdefault(name, stmt.lineno)
+    return out
+
+
 def implicit_imports(tree: ast.AST, undefined: list[str]) -> dict[str, str]:
     """Undefined names used as `name.attr` that are importable modules here: name → name.
 
@@ -530,6 +551,15 @@ def _fetched_name(node: ast.Call, last: str, constants: dict[str, str]) -> tuple
         if isinstance(arg, ast.Name) and arg.id in constants:
             return constants[arg.id], True
     return None, bool(candidates)
+
+
+def _named_by(node: ast.Call, last: str) -> ast.expr | None:
+    """The expression a downloader call is given as the name of what it fetches, if any."""
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    named = [keywords[k] for k in _NAME_KWARGS if k in keywords]
+    if last != "pipeline":
+        named = node.args[:1] + named
+    return named[0] if named else None
 
 
 def _weights_download(node: ast.Call) -> str | None:
@@ -563,9 +593,13 @@ def network_needs(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
     >>> code = 'import transformers as t\\nm = "Qwen/Qwen2.5-3B"\\nt.AutoModel.from_pretrained(m)'
     >>> network_needs(ast.parse(code), {"t": "transformers"})
     ["hub model 'Qwen/Qwen2.5-3B' (transformers.AutoModel.from_pretrained, line 3)"]
+    >>> tree = ast.parse("t.AutoModel.from_pretrained(args.model_name)")
+    >>> network_needs(tree, {"t": "transformers"})
+    ['hub model named by `args.model_name` (transformers.AutoModel.from_pretrained, line 1)']
     """
     constants = string_constants(tree)
     written = _saved_paths(tree, constants)
+    written_names = _saved_names(tree)
     needs: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -594,8 +628,13 @@ def network_needs(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
             continue
         name, named = _fetched_name(node, last, constants)
         if name is None:
+            given = _named_by(node, last)
             if last == "pipeline" and not named:
                 needs.append((node.lineno, f"{kind}: the default model for the task {where}"))
+            elif given is not None and not _is_local_name(given, written_names):
+                shown = ast.unparse(given)
+                shown = shown if len(shown) <= 40 else shown[:39] + "…"
+                needs.append((node.lineno, f"{kind} named by `{shown}` {where}"))
             continue
         if local_path(name) or os.path.exists(name) or name in written or "{" in name:
             continue
@@ -604,6 +643,30 @@ def network_needs(tree: ast.AST, bindings: dict[str, str]) -> list[str]:
         if _HUB_ID_RE.match(name):
             needs.append((node.lineno, f"{kind} {name!r} {where}"))
     return [reason for _, reason in sorted(needs)]
+
+
+def _saved_names(tree: ast.AST) -> set[str]:
+    """Names passed as the path of a save call (`model.save_pretrained(out_dir)`)."""
+    return {
+        node.args[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith(("save", "export"))
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    }
+
+
+def _is_local_name(given: ast.expr, written_names: set[str]) -> bool:
+    """Is a non-literal name of what a loader fetches one the snippet wrote itself, or a path
+    it builds (`os.path.join(...)`, `Path(...) / ...`, `tmpdir`)?"""
+    if isinstance(given, ast.Name):
+        return given.id in written_names or bool(
+            re.search(r"(?i)dir|path|tmp|folder|local|ckpt|checkpoint|output", given.id)
+        )
+    text = ast.unparse(given)
+    return isinstance(given, ast.BinOp) or bool(re.search(r"(?i)path|join|dir|tmp", text))
 
 
 def _saved_paths(tree: ast.AST, constants: dict[str, str]) -> set[str]:

@@ -72,6 +72,7 @@ from qa.snippets.static import (
     api_references,
     check_data,
     check_imports,
+    first_bindings,
     implicit_imports,
     import_bindings,
     installed_version,
@@ -300,7 +301,8 @@ def _check_python(
     )
     c.check.fixtures, c.check.substitutions = completion.fixtures, completion.substitutions
     early = used_before_bound(tree)
-    c.add("names", "info", _names_reason(undefined, completion, early))
+    bound_at = first_bindings(tree)
+    c.add("names", "info", _names_reason(undefined, completion, early, bound_at))
     _check_apis(tree, bindings, missing_mods, probe, c, lines)
     runs = completion.tree or tree  # as it would run: after substitutions (CUDA → CPU)
     needs = network_needs(runs, bindings)
@@ -328,7 +330,7 @@ def _check_python(
         c.add("placeholders", "skipped", _illustration(marks) + " — not run")
     blockers = _run_blockers(c.check.levels, missing_mods, completion, needs, execute)
     if early:
-        blockers.append("needs context: " + _early_reason(early))
+        blockers.append("needs context: " + _early_reason(early, bound_at))
     blockers += describe_needs(lacking)
     if marks:
         blockers.append(_illustration(marks))
@@ -531,29 +533,44 @@ def _installed(target: str) -> str:
     return f"{top} {version}" if version else top
 
 
-def _early_reason(early: dict[str, int]) -> str:
-    """Names read before the snippet binds them, said as context it continues.
+def _early_reason(early: dict[str, int], bound_at: dict[str, int] | None = None) -> str:
+    """Names read before the snippet binds them: context it continues, or (bound further down)
+    definitions listed out of order.
 
-    >>> _early_reason({"model": 3})
+    >>> _early_reason({"model": 3}, {"model": 3})
     'model (read on line 3 before the snippet binds it: it continues earlier code)'
     >>> _early_reason({"y": 7, "x": 7})
     'y (line 7), x (line 7): read before the snippet binds them (it continues earlier code)'
+    >>> _early_reason({"AxisType": 4}, {"AxisType": 6})
+    'AxisType (read on line 4, defined on line 6: definitions listed out of order)'
     """
-    if len(early) == 1:
-        ((name, line),) = early.items()
-        return (
+    bound_at = bound_at or {}
+    later = {n: ln for n, ln in early.items() if bound_at.get(n, 0) > ln}
+    parts = [
+        f"{name} (read on line {line}, defined on line {bound_at[name]}: definitions listed out "
+        "of order)"
+        for name, line in later.items()
+    ]
+    rest = {n: ln for n, ln in early.items() if n not in later}
+    if len(rest) == 1:
+        ((name, line),) = rest.items()
+        parts.append(
             f"{name} (read on line {line} before the snippet binds it: it continues earlier code)"
         )
-    names = ", ".join(f"{name} (line {line})" for name, line in early.items())
-    return names + ": read before the snippet binds them (it continues earlier code)"
+    elif rest:
+        names = ", ".join(f"{name} (line {line})" for name, line in rest.items())
+        parts.append(names + ": read before the snippet binds them (it continues earlier code)")
+    return "; ".join(parts)
 
 
-def _names_reason(undefined: list[str], completion: Completion, early: dict[str, int]) -> str:
+def _names_reason(
+    undefined: list[str], completion: Completion, early: dict[str, int], bound_at: dict[str, int]
+) -> str:
     if not undefined and not early:
         return "self-contained"
     parts = [f"uses undefined {', '.join(undefined)}"] if undefined else []
     if early:
-        parts.append("reads before binding: " + _early_reason(early))
+        parts.append("reads before binding: " + _early_reason(early, bound_at))
     if completion.fixtures:
         parts.append(
             "fixtures: " + "; ".join(f"{f.name} ({f.reason})" for f in completion.fixtures)

@@ -301,7 +301,7 @@ def test_the_cache_records_what_each_kind_depends_on() -> None:
     [
         pytest.param(
             "import torch\nx = torch.ones(2, device='cuda')\nprint(x)\n",
-            "run: skipped — not run: needs an accelerator (GPU): device 'cuda' (line 2)",
+            "run: skipped — not run: needs an accelerator: device 'cuda' (line 2)",
             marks=needs_torch,
         ),
         (

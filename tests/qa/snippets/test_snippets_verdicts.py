@@ -34,7 +34,7 @@ needs_torch = needs("torch", missing_modules("torch"))
 needs_stack = needs("torch", missing_modules("torch", "transformers", "peft", "huggingface_hub"))
 
 # file → (status, what the decisive reason says); a GPU changes what GPU code gets
-SKIPPED_FOR_GPU = "run: skipped — not run: needs an accelerator (GPU): "
+SKIPPED_FOR_GPU = "run: skipped — not run: needs an accelerator: "
 CASES: dict[str, tuple[str, str]] = {
     "gpu_tensor_math": ("skipped", SKIPPED_FOR_GPU + "device 'cuda' (line 3)"),
     "gpu_current_accelerator": (
