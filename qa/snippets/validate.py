@@ -609,10 +609,10 @@ _PLACEHOLDER = re.compile(r"<[A-Za-z_][^<>\n]{0,60}>")
 _NEEDS = (
     (
         re.compile(
-            r"CUDA|cuda|NVIDIA|NCCL|cudnn|cuDNN|no GPU|GPU|gpu backend|accelerator|"
-            r"\bMPS\b|\bXPU\b|\bTPU\b"
+            r"CUDA|cuda|NVIDIA|NCCL|cudnn|cuDNN|GPU|accelerator|\bMPS\b|\bXPU\b|"
+            r"(?i:\b(gpu|tpu)\b)"
         ),
-        "it needs a GPU",
+        "it needs an accelerator",
     ),
     (
         re.compile(
@@ -707,7 +707,7 @@ def _no_evidence(error: str, completion: Completion, failure: _Failure | None = 
     crashed; None when the failure is evidence.
 
     >>> _no_evidence("AssertionError: Torch not compiled with CUDA enabled", Completion(program=""))
-    'it needs a GPU'
+    'it needs an accelerator'
     >>> _no_evidence("KeyError: 'missing'", Completion(program="")) is None
     True
     """
@@ -715,7 +715,7 @@ def _no_evidence(error: str, completion: Completion, failure: _Failure | None = 
         return "a fixture kgqa added failed, not the snippet"
     gpu_here = accelerator_here()
     for pattern, need in _NEEDS:
-        if pattern.search(error) and not (gpu_here and need == "it needs a GPU"):
+        if pattern.search(error) and not (gpu_here and need == "it needs an accelerator"):
             return need
     stand_ins = [f for f in completion.fixtures if f.provides and f.name != "missing_import"]
     if stand_ins and not error.startswith("ImportError"):
