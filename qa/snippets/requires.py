@@ -409,20 +409,24 @@ _NO_KEY = re.compile(r"(?i)no[-_ ]?key|not[-_ ]?(needed|required|used)|^empty$|^
 
 
 def _env_key(node: ast.AST, bindings: dict[str, str]) -> str | None:
-    """The variable name a snippet reads or sets in the environment at `node`, if any."""
-    if isinstance(node, ast.Subscript) and _target(node.value, bindings) in {
-        "os.environ",
-        "environ",
-    }:
-        key = node.slice
-        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
-    if isinstance(node, ast.Call) and node.args:
-        target = _target(node.func, bindings)
-        if target in {"os.getenv", "os.environ.get", "os.environ.setdefault", "getenv"}:
+    """The variable name a snippet reads or sets in its environment at `node`, if any (through
+    `os` or names imported from it).
+
+    >>> from qa.snippets.static import import_bindings
+    >>> tree = ast.parse("from os import getenv\\nk = getenv('HF_TOKEN')")
+    >>> names = import_bindings(tree)
+    >>> [_env_key(n, names) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    ['HF_TOKEN']
+    """
+    key: ast.expr | None = None
+    if isinstance(node, ast.Subscript):
+        if _target(node.value, bindings).removeprefix("os.") == "environ":
+            key = node.slice
+    elif isinstance(node, ast.Call) and node.args:
+        reader = _target(node.func, bindings).removeprefix("os.")
+        if reader in {"getenv", "environ.get", "environ.setdefault"}:
             key = node.args[0]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return key.value
-    return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def _credential_needs(tree: ast.AST, bindings: dict[str, str]) -> list[Need]:
