@@ -13,7 +13,8 @@ from typing import Literal
 from kg.graph import KnowledgeGraph
 from qa.api import StoreStatus
 from qa.render import format_edge
-from qa.schema import Answer, Language, PathEdge
+from qa.schema import Answer, Language, PathEdge, SnippetReport
+from qa.snippets.validate import decisive_reason
 from ui.evidence import QuoteGroup, group_quotes
 from ui.graphview import legend_html
 
@@ -56,6 +57,7 @@ _TEXT: dict[str, tuple[str, str]] = {
     "passed": ("通过", "passed"),
     "failed": ("失败", "failed"),
     "skipped": ("未执行", "skipped"),
+    "snippet_levels": ("逐级检查", "Every level of the check"),
     "llm_pending": ("LLM 正在补充回答…", "The LLM is adding its answer…"),
     "read_as": ("理解为", "read as"),
     "overview": ("这个知识库里有什么", "What this store holds"),
@@ -191,15 +193,7 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
         parts.append(f"<p>{t('no_citations', lang)}</p>")
     if answer.snippets:
         parts.append(f"<h4>{t('snippets', lang)}</h4>")
-        for snippet in answer.snippets:
-            status = (
-                snippet.status if snippet.status in ("passed", "failed", "skipped") else "skipped"
-            )
-            parts.append(
-                f'<div class="kgqa-snippet"><span class="kgqa-badge kgqa-{status}">'
-                f"{t(status, lang)}</span> <small>{escape(snippet.detail)}</small>"
-                f"<pre><code>{escape(snippet.code)}</code></pre></div>"
-            )
+        parts += [_snippet_card(snippet, lang) for snippet in answer.snippets]
     if answer.notes:
         notes = "".join(f"<li>{escape(n)}</li>" for n in answer.notes)
         parts.append(
@@ -211,6 +205,31 @@ def answer_panel(graph: KnowledgeGraph, answer: Answer, lang: Lang) -> str:
         f"{answer.latency_ms:.0f} ms</div></div>"
     )
     return "".join(parts)
+
+
+def _snippet_card(snippet: SnippetReport, lang: Lang) -> str:
+    """A snippet's card: its badge and the one line that decided it (for a failure: the line
+    of the snippet, the error and why it is the code's fault), the code, then every level of
+    the check folded away.
+
+    >>> card = _snippet_card(SnippetReport(code="f(", status="failed",
+    ...     detail="language: info — python\\nparse: failed — line 1: `f(` — SyntaxError: x"), "en")
+    >>> card.split('<div class="kgqa-snippet-why">')[1].split("</div>")[0]
+    'parse: failed — line 1: `f(` — SyntaxError: x'
+    """
+    status = snippet.status if snippet.status in ("passed", "failed", "skipped") else "skipped"
+    why = decisive_reason(snippet.detail)
+    levels = (
+        f'<details class="kgqa-snippet-levels"><summary>{t("snippet_levels", lang)}</summary>'
+        f"<pre>{escape(snippet.detail)}</pre></details>"
+        if snippet.detail
+        else ""
+    )
+    return (
+        f'<div class="kgqa-snippet"><span class="kgqa-badge kgqa-{status}">{t(status, lang)}</span>'
+        f'<div class="kgqa-snippet-why">{escape(why)}</div>'
+        f"<pre><code>{escape(snippet.code)}</code></pre>{levels}</div>"
+    )
 
 
 def subgraph_panel(svg: str, lang: Lang, heading: str = "subgraph") -> str:
@@ -278,6 +297,8 @@ CSS = """
 .kgqa-badge { padding: 1px 8px; border-radius: 10px; font-size: 0.8em; color: white; }
 .kgqa-passed { background: #16a34a; } .kgqa-failed { background: #dc2626; }
 .kgqa-skipped { background: #64748b; }
+.kgqa-snippet-why { font-size: 0.9em; margin: 4px 0; overflow-wrap: anywhere; }
+.kgqa-snippet-levels pre { font-size: 0.8em; white-space: pre-wrap; }
 .kgqa-backend { color: #64748b; font-size: 0.85em; margin-top: 8px; }
 .kgqa-subgraph { overflow-x: auto; }
 .kgqa-quote-group { margin: 6px 0 10px 0; }

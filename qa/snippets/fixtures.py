@@ -9,12 +9,13 @@ every substitution is recorded so that the report shows exactly what ran.
 from __future__ import annotations
 
 import ast
-import os
+import copy
 import re
 import textwrap
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
+from qa.snippets.requires import accelerator_here
 from qa.snippets.static import resolve_call
 
 __all__ = ["CHECK_MARKER", "Completion", "Fixture", "complete_snippet"]
@@ -44,17 +45,67 @@ class Fixture(BaseModel):
 
 
 class Completion(BaseModel):
-    """A snippet made runnable: the program, what was added and changed, what is still missing."""
+    """A snippet made runnable: the program, what was added and changed, what is still missing.
+
+    The sandbox runs `body` as its `snippet.py`: the `setup` lines (imports and fixtures) then
+    the snippet, as written unless a substitution rewrote it (one file, so that processes the
+    snippet spawns, which run that file again, get the fixtures too); then `after`, a post-run
+    check, in its namespace. `program` is all of it, as shown in reports.
+    """
 
     program: str
+    setup: str = ""
+    body: str = ""
+    after: str | None = None
+    offset: int = Field(default=0, description="lines of `body` before the snippet's first")
+    lines: dict[int, int] = Field(
+        default_factory=dict,
+        description="line of the snippet's part of `body` → line of the snippet, where a rewrite "
+        "moved lines (empty: line for line)",
+    )
     fixtures: list[Fixture] = Field(default_factory=list)
     substitutions: list[str] = Field(default_factory=list)
     checks: list[str] = Field(default_factory=list, description="post-run checks added")
     missing: list[str] = Field(default_factory=list, description="undefined names left")
+    _tree: ast.Module | None = PrivateAttr(default=None)
+
+    @property
+    def tree(self) -> ast.Module | None:
+        """The snippet's tree as it runs (after substitutions)."""
+        return self._tree
+
+    def snippet_line(self, body_line: int) -> int | None:
+        """The line of the snippet that `body_line` of the body came from (None: a setup line).
+
+        >>> moved, same = Completion(program="", offset=2, lines={1: 3}), Completion(program="")
+        >>> moved.snippet_line(3), moved.snippet_line(2), same.snippet_line(4)
+        (3, None, 4)
+        """
+        if body_line <= self.offset:
+            return None
+        line = body_line - self.offset
+        return self.lines.get(line, line) if self.lines else line
+
+
+def _line_map(tree: ast.Module, text: str) -> dict[int, int]:
+    """Line of `text` (the unparsed `tree`) → line of the code `tree` was parsed from: the two
+    trees have the same shape, so their nodes pair up in walk order.
+
+    >>> _line_map(ast.parse("x = (1 +\\n     2)\\ny = 3"), "x = 1 + 2\\ny = 3")
+    {1: 1, 2: 3}
+    """
+    out: dict[int, int] = {}
+    for old, new in zip(ast.walk(tree), ast.walk(ast.parse(text)), strict=False):
+        if type(old) is not type(new):
+            break
+        line, was = getattr(new, "lineno", None), getattr(old, "lineno", None)
+        if isinstance(line, int) and isinstance(was, int):
+            out.setdefault(line, was)
+    return out
 
 
 def _cuda_here() -> bool:
-    return os.path.exists("/dev/nvidia0")
+    return accelerator_here()
 
 
 def _dotted_or_resolved(func: ast.expr, bindings: dict[str, str]) -> str:
@@ -138,6 +189,15 @@ def _uses_cuda_or_nccl(tree: ast.AST, bindings: dict[str, str]) -> bool:
     return False
 
 
+def _distributed(tree: ast.AST, bindings: dict[str, str]) -> bool:
+    """Does the snippet call torch.distributed (it then needs a rendezvous)?"""
+    return any(
+        isinstance(node, ast.Call)
+        and _dotted_or_resolved(node.func, bindings).startswith("torch.distributed.")
+        for node in ast.walk(tree)
+    )
+
+
 def _module_roles(tree: ast.AST, bindings: dict[str, str], undefined: set[str]) -> dict[str, str]:
     """Undefined name → 'module' | 'input' | 'module_class', from how the snippet uses it."""
     roles: dict[str, str] = {}
@@ -215,9 +275,19 @@ def _onnx_check(tree: ast.AST, bindings: dict[str, str], has_ort: bool) -> str |
 
 
 def complete_snippet(
-    tree: ast.Module, bindings: dict[str, str], undefined: list[str], *, has_onnxruntime: bool
+    tree: ast.Module,
+    bindings: dict[str, str],
+    undefined: list[str],
+    *,
+    has_onnxruntime: bool,
+    source: str | None = None,
 ) -> Completion:
-    """Choose fixtures for what the snippet lacks; return the program to run and what is left."""
+    """Choose fixtures for what the snippet lacks; return the program to run and what is left.
+
+    `source` is the code `tree` was parsed from: the body runs as written unless a substitution
+    rewrote the tree (then it is the tree unparsed, with a map back to the snippet's lines).
+    `tree` itself is left as it is."""
+    tree = copy.deepcopy(tree)
     missing = set(undefined)
     fixtures: list[Fixture] = []
     pre_imports: list[str] = []
@@ -251,6 +321,7 @@ def complete_snippet(
         rewriter = _CpuDistributed(bindings)
         tree = ast.fix_missing_locations(rewriter.visit(tree))
         substitutions = list(dict.fromkeys(rewriter.changes))
+    if _distributed(tree, bindings) and not _cuda_here():
         env = "\n".join(
             f'os.environ.setdefault("{k}", "{v}")'
             for k, v in [
@@ -269,15 +340,30 @@ def complete_snippet(
             )
         )
     check = _onnx_check(tree, bindings, has_onnxruntime)
-    parts = ["# --- fixtures (declared by kgqa) ---", *dict.fromkeys(pre_imports)]
-    parts += [f.code for f in fixtures if f.name != "missing_import"]
-    parts += ["# --- snippet ---", ast.unparse(tree)]
+    setup = "\n".join(
+        [*dict.fromkeys(pre_imports), *(f.code for f in fixtures if f.name != "missing_import")]
+    )
+    lines: dict[int, int] = {}
+    if substitutions or source is None:
+        body = ast.unparse(tree)
+        lines = _line_map(tree, body)
+    else:
+        body = source
+    parts = ["# --- fixtures (declared by kgqa) ---", setup, "# --- snippet ---", body]
     if check:
         parts += ["# --- check ---", check.strip()]
-    return Completion(
-        program="\n".join(parts) + "\n",
+    head = setup + "\n" if setup else ""
+    completion = Completion(
+        program="\n".join(p for p in parts if p) + "\n",
+        setup=head,
+        body=head + (body if body.endswith("\n") else body + "\n"),
+        after=check.strip() + "\n" if check else None,
+        offset=head.count("\n"),
+        lines=lines,
         fixtures=fixtures,
         substitutions=substitutions,
         checks=["onnxruntime output vs torch"] if check else [],
         missing=sorted(missing),
     )
+    completion._tree = tree
+    return completion

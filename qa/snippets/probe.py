@@ -44,6 +44,8 @@ def check(req):
     obj, err = resolve(req["target"])
     if err:
         return {"exists": False, "error": err}
+    if req.get("attribute"):
+        return {"exists": True, "error": None}
     if not callable(obj):
         return {"exists": True, "error": f"{req['target']} is not callable"}
     try:
@@ -101,7 +103,9 @@ class SignatureProbe:
                 return self._cache[key]
             if self._worker is None or not self._worker.alive:
                 self._worker = SandboxedWorker(_WORKER)
-            req = call.model_dump(include={"target", "n_positional", "keywords", "has_star"})
+            req = call.model_dump(
+                include={"target", "n_positional", "keywords", "has_star", "attribute"}
+            )
             reply = json.loads(self._worker.request(json.dumps(req), timeout_s=self._timeout_s))
             if not isinstance(reply, dict):
                 raise SnippetError(f"signature worker answered {reply!r}")

@@ -15,7 +15,11 @@ Containment, from strongest to weakest (each layer reported in `SandboxResult.is
 - a dedicated unprivileged uid/gid per run (when the host runs as root), with no new privileges
   (set-user-ID programs do not elevate); without a PID namespace, every process of that uid is
   killed after the run;
-- resource limits: CPU seconds, address space, file size, open files, processes;
+- resource limits: CPU seconds, address space, file size, open files, processes. A Python
+  snippet's CPU limit counts its own code only: its runner (`runner_source`) times every import
+  on its own, under a generous limit of its own, and gives the code its budget on top of what the
+  imports took (``import torch`` may take seconds of CPU; ``while True: pass`` is stopped after
+  the code's budget, `SandboxResult.killed_reason` "cpu limit");
 - its own session, which is all that can be cleaned up where neither a PID namespace nor a
   dedicated uid is available (`SandboxResult.cleanup == "session"`: a process that calls setsid()
   then survives the run);
@@ -54,11 +58,14 @@ from kg.errors import SnippetError
 from qa.snippets import sandbox_init
 
 __all__ = [
+    "AFTER_FILE",
     "SANDBOX_DIR",
+    "SNIPPET_FILE",
     "SandboxResult",
     "SandboxedWorker",
     "live_processes_of",
     "run_sandboxed",
+    "runner_source",
     "sandbox_capabilities",
 ]
 
@@ -76,19 +83,78 @@ _uid_counter = itertools.count()
 _LEFTOVER_GRACE_S = 0.5  # what a snippet left gets this long to end on its own before it counts
 _STOP_GRACE_S = 5.0  # a stopped run's supervisor gets this long to report before SIGKILL
 
+AFTER_FILE = "kgqa_after.py"
+"""Run after the snippet, in its namespace (a post-run check); tracebacks name this file."""
+SNIPPET_FILE = "snippet.py"
+
 # Used only when no network namespace can be made: deny sockets from Python code.
 _AUDIT_HOOK = """
-import sys as _s
 def _kgqa_deny(event, args):
     if event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
         addr = args[1] if len(args) > 1 else None
         if not (isinstance(addr, (str, bytes))):
             raise PermissionError("network access is disabled in this sandbox")
 _s.addaudithook(_kgqa_deny)
-del _s, _kgqa_deny
-import runpy
-runpy.run_path("snippet.py", run_name="__main__")
+del _kgqa_deny
 """
+
+# The snippet's process: time imports on their own, then run the snippet, then the check.
+_RUNNER = """
+import builtins as _b, importlib as _il, os as _os, resource as _r, runpy as _rp, sys as _s
+import threading as _th, time as _t
+_CODE_S, _HARD_S = {code_s!r}, {hard_s!r}
+_imports = [0.0]
+_depth = _th.local()
+def _limit(soft):
+    soft = max(1, min(int(soft), _HARD_S))
+    try:
+        _r.setrlimit(_r.RLIMIT_CPU, (soft, _HARD_S))
+    except (ValueError, OSError):
+        pass
+def _timed(real, fast):
+    def timed(*args, **kwargs):
+        if getattr(_depth, "n", 0) or fast(*args, **kwargs):
+            return real(*args, **kwargs)
+        _depth.n = 1
+        _limit(_HARD_S)
+        start = _t.process_time()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            _imports[0] += _t.process_time() - start
+            _depth.n = 0
+            _limit(_imports[0] + _CODE_S)
+    return timed
+def _loaded(name, globals=None, locals=None, fromlist=(), level=0):
+    return not level and not fromlist and name in _s.modules
+_b.__import__ = _timed(_b.__import__, _loaded)
+_il.import_module = _timed(_il.import_module, lambda name, package=None: name in _s.modules)
+_limit(_CODE_S)
+{audit}
+_s.argv = [{snippet!r}]
+_g = _rp.run_path({snippet!r}, run_name="__main__")
+if _os.path.exists({after!r}):
+    with open({after!r}, encoding="utf-8") as _f:
+        exec(compile(_f.read(), {after!r}, "exec"), _g)
+"""
+
+
+def runner_source(code_s: int, import_s: int, *, audit_hook: bool = False) -> str:
+    """The program a Python snippet runs as: its imports timed on their own (each top-level
+    import raises the CPU limit to the imports' ceiling while it runs, then sets it to what the
+    imports took plus `code_s`), then `snippet.py`, then the after-check in its namespace.
+
+    >>> src = runner_source(10, 120)
+    >>> compile(src, "runner", "exec") is not None and "_CODE_S, _HARD_S = 10, 130" in src
+    True
+    """
+    return _RUNNER.format(
+        code_s=code_s,
+        hard_s=code_s + import_s,
+        audit=_AUDIT_HOOK if audit_hook else "",
+        snippet=SNIPPET_FILE,
+        after=AFTER_FILE,
+    )
 
 
 class SandboxResult(BaseModel):
@@ -99,8 +165,21 @@ class SandboxResult(BaseModel):
     stderr: str = ""
     timed_out: bool = False
     output_truncated: bool = False
-    killed_reason: str | None = Field(default=None, description="'timeout' | 'output limit'")
+    killed_reason: str | None = Field(
+        default=None, description="'timeout' | 'output limit' | 'cpu limit'"
+    )
     duration_s: float = 0.0
+    cpu_s: float | None = Field(
+        default=None, description="CPU seconds the program used (imports included), if known"
+    )
+    runq_s: float | None = Field(
+        default=None,
+        description="of a run stopped from outside: seconds its threads were ready to run but "
+        "waited for a CPU (the machine's load), if known",
+    )
+    cpu_limit_s: int | None = Field(
+        default=None, description="CPU seconds its code was allowed (imports not counted)"
+    )
     network: str = Field(description="'netns' | 'audit-hook' | 'none'")
     isolation: list[str] = Field(default_factory=list, description="the layers that were applied")
     leftover_killed: int = Field(
@@ -131,9 +210,21 @@ class SandboxResult(BaseModel):
         >>> left = SandboxResult(returncode=0, network="netns", duration_s=0.7, leftover_killed=3)
         >>> left.summary()
         'exit 0 in 0.70 s; 3 leftover processes killed'
+        >>> SandboxResult(returncode=-24, network="netns", duration_s=10.3, cpu_s=10.02,
+        ...               killed_reason="cpu limit", cpu_limit_s=10).summary()
+        'stopped at the CPU limit (10 s for the code, imports not counted) after 10.02 s of CPU'
         """
         if self.timed_out:
             how = f"timed out after {self.duration_s:.2f} s"
+            if self.cpu_s is not None:
+                how += f" ({self.cpu_s:.2f} s of CPU"
+                how += (
+                    f", {self.runq_s:.2f} s waiting for a CPU)" if self.runq_s is not None else ")"
+                )
+        elif self.killed_reason == "cpu limit":
+            limit = f" ({self.cpu_limit_s} s for the code, imports not counted)"
+            used = f" after {self.cpu_s:.2f} s of CPU" if self.cpu_s is not None else ""
+            how = f"stopped at the CPU limit{limit if self.cpu_limit_s else ''}{used}"
         elif self.killed_reason:
             how = f"killed ({self.killed_reason}) after {self.duration_s:.2f} s"
         elif self.returncode is not None and self.returncode < 0:
@@ -292,7 +383,7 @@ class _Supervised:
         argv: Sequence[str],
         *,
         scratch: str,
-        limits: dict[int, int],
+        limits: dict[int, int | list[int]],
         caps: frozenset[str],
         uid: int | None,
         tmpfs_mb: int,
@@ -334,6 +425,8 @@ class _Supervised:
             os.close(report_w)
         self._report_fd = report_r
         self._report: dict[str, Any] | None = None
+        cpu = limits.get(resource.RLIMIT_CPU)
+        self.cpu_hard_s: int | None = cpu[-1] if isinstance(cpu, list) else cpu
         self.uid = uid
         self.cleanup = "pidns" if "pidns" in caps else ("uid" if uid is not None else "session")
 
@@ -401,9 +494,11 @@ def run_sandboxed(
     *,
     argv: Sequence[str] | None = None,
     files: dict[str, str] | None = None,
+    after: str | None = None,
     timeout_s: float = 10.0,
     memory_mb: int = 1024,
     cpu_s: int | None = None,
+    import_cpu_s: int = 120,
     fsize_mb: int = 64,
     nofile: int = 256,
     nproc: int = 64,
@@ -411,9 +506,13 @@ def run_sandboxed(
 ) -> SandboxResult:
     """Run Python `code` (as `snippet.py` in a scratch directory) or a command `argv`, contained.
 
-    `files` are written into the scratch directory first. `output_limit` caps the bytes kept from
-    each of stdout and stderr; a process that writes more is killed. The host is never affected by
-    what the code does; a failure to start the sandbox at all raises `SnippetError`.
+    `files` are written into the scratch directory first. Python code runs with `after` after it,
+    in its namespace (as `AFTER_FILE`: tracebacks name it). Limits: `timeout_s` of
+    wall clock; `cpu_s` CPU seconds (default: the wall clock's), which for Python code count its
+    own code only: its imports are timed on their own, up to `import_cpu_s` more. `output_limit`
+    caps the bytes kept from each of stdout and stderr; a process that writes more is killed. The
+    host is never affected by what the code does; a failure to start the sandbox at all raises
+    `SnippetError`.
     """
     if (code is None) == (argv is None):
         raise SnippetError("run_sandboxed needs exactly one of `code` or `argv`")
@@ -431,18 +530,23 @@ def run_sandboxed(
             for path in [scratch, *(os.path.join(scratch, n) for n in files or {})]:
                 os.chown(path, uid, uid)
         network = "netns" if "netns" in caps else "audit-hook"
+        code_cpu_s = cpu_s if cpu_s is not None else max(1, int(timeout_s) + 1)
+        cpu_limit: int | list[int] = code_cpu_s
         if code is not None:
-            Path(scratch, "snippet.py").write_text(code, encoding="utf-8")
-            if uid_or_none is not None:
-                os.chown(os.path.join(scratch, "snippet.py"), uid, uid)
-            argv = [sys.executable, "-I", "snippet.py"]
-            if network == "audit-hook":
-                argv = [sys.executable, "-I", "-c", _AUDIT_HOOK]
+            parts: dict[str, str | None] = {SNIPPET_FILE: code, AFTER_FILE: after}
+            for part, body in parts.items():
+                if body is not None:
+                    Path(scratch, part).write_text(body, encoding="utf-8")
+                    if uid_or_none is not None:
+                        os.chown(os.path.join(scratch, part), uid, uid)
+            runner = runner_source(code_cpu_s, import_cpu_s, audit_hook=network == "audit-hook")
+            argv = [sys.executable, "-I", "-c", runner]
+            cpu_limit = [code_cpu_s, code_cpu_s + import_cpu_s]  # the runner moves the soft one
         elif network == "audit-hook":
             network = "none"  # a native program cannot be held by a Python audit hook
         assert argv is not None
-        limits = {
-            resource.RLIMIT_CPU: cpu_s if cpu_s is not None else max(1, int(timeout_s) + 1),
+        limits: dict[int, int | list[int]] = {
+            resource.RLIMIT_CPU: cpu_limit,
             resource.RLIMIT_AS: memory_mb * 1024 * 1024,
             resource.RLIMIT_FSIZE: fsize_mb * 1024 * 1024,
             resource.RLIMIT_NOFILE: nofile,
@@ -459,7 +563,9 @@ def run_sandboxed(
             tmpfs_mb=max(fsize_mb, 16),
             die_with_thread=True,  # this thread waits for the whole run
         )
-        return _run(run, argv, timeout_s, output_limit, network, _isolation(network, caps, uid))
+        isolation = _isolation(network, caps, uid)
+        result = _run(run, argv, timeout_s, output_limit, network, isolation)
+        return result.model_copy(update={"cpu_limit_s": code_cpu_s})
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -519,8 +625,15 @@ def _run(
             f"the sandbox's init failed (exit {proc.returncode}): {stderr.strip()[-500:]}"
         )
     status = report.get("status")
+    returncode = int(status) if status is not None else -signal.SIGKILL
+    if killed_reason is None and returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        cpu = report.get("cpu_s")
+        # SIGXCPU: the soft limit; SIGKILL at the hard one (the kernel's, not ours: we stop
+        # runs with SIGTERM to the supervisor)
+        if returncode == -signal.SIGXCPU or (cpu is not None and _at_hard_cpu_limit(run, cpu)):
+            killed_reason = "cpu limit"
     return SandboxResult(
-        returncode=int(status) if status is not None else -signal.SIGKILL,
+        returncode=returncode,
         stdout=readers[0].data.decode("utf-8", "replace"),
         stderr=stderr,
         timed_out=killed_reason == "timeout",
@@ -531,7 +644,24 @@ def _run(
         isolation=isolation,
         leftover_killed=int(report.get("leftover") or 0),
         cleanup=str(report.get("cleanup") or run.cleanup),
+        cpu_s=_seconds(report.get("cpu_s")),
+        runq_s=_seconds(report.get("runq_s")),
     )
+
+
+def _seconds(value: object) -> float | None:
+    """A number of seconds from init's report, None when it has none.
+
+    >>> _seconds(1.5), _seconds(None), _seconds("x")
+    (1.5, None, None)
+    """
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _at_hard_cpu_limit(run: _Supervised, cpu_s: object) -> bool:
+    """Did a run killed by SIGKILL use its whole hard CPU limit (so the kernel killed it)?"""
+    hard = run.cpu_hard_s
+    return hard is not None and isinstance(cpu_s, int | float) and cpu_s >= hard - 1
 
 
 def _kill_group(pgid: int) -> None:
@@ -559,7 +689,7 @@ class SandboxedWorker:
         if self._uid is not None:
             os.chmod(self._base, 0o711)
             os.chown(scratch, self._uid, self._uid)
-        limits = {
+        limits: dict[int, int | list[int]] = {
             resource.RLIMIT_AS: memory_mb * 1024 * 1024,
             resource.RLIMIT_FSIZE: 16 * 1024 * 1024,
             resource.RLIMIT_NOFILE: 256,

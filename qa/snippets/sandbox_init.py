@@ -148,11 +148,15 @@ def kill_all(mode: str, key: int | str, exclude: set[int], within_s: float = 5.0
 
 
 def _exec_snippet(cfg: dict[str, Any], errors: int) -> NoReturn:
-    """In the snippet's process: limits, no new privileges, drop to the uid, exec."""
+    """In the snippet's process: limits, no new privileges, drop to the uid, exec.
+
+    A limit is one value (soft and hard alike) or a [soft, hard] pair: the CPU limit of a Python
+    snippet is a pair, whose soft limit the snippet's runner raises while it imports."""
     try:
         os.close(cfg["report_fd"])
         for which, value in cfg["limits"]:
-            resource.setrlimit(which, (value, value))
+            soft, hard = value if isinstance(value, list) else (value, value)
+            resource.setrlimit(which, (soft, hard))
         _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if cfg["uid"] is not None:
             os.setgroups([])
@@ -172,6 +176,29 @@ def _mount_proc() -> bool:
     """A /proc of this PID namespace: the snippet sees its own processes, none of the host's."""
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     return bool(_libc().mount(b"proc", b"/proc", b"proc", flags, None) == 0)
+
+
+def _cpu_of(pid: int) -> dict[str, float]:
+    """What a still-running ``pid`` used: CPU seconds (its own and its waited-for children's)
+    and seconds its threads spent runnable but waiting for a CPU (the machine's load); {} when
+    it is gone or /proc does not tell."""
+    out: dict[str, float] = {}
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        out["cpu_s"] = sum(int(x) for x in fields[11:15]) / ticks
+    except (OSError, ValueError, IndexError):
+        return {}
+    waited = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                waited += int(f.read().split()[1])
+        out["runq_s"] = waited / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
 
 
 def _settle(mode: str, key: int | str, exclude: set[int], grace_s: float) -> list[int]:
@@ -221,13 +248,16 @@ def _init(cfg: dict[str, Any], lifeline: int) -> NoReturn:
         if failure:
             report["exec_error"] = failure.decode("utf-8", "replace")
         while True:
-            pid, status = os.waitpid(-1, 0)
+            pid, status, usage = os.wait4(-1, 0)
             if pid == snippet:
                 report["status"] = os.waitstatus_to_exitcode(status)
+                report["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)
                 break
         left = _settle(mode, key, exclude, cfg["grace_s"])
         armed[0] = False
     except _Stop:
+        if snippet > 0:  # stopped from outside (time, output): what it used until now
+            report.update({k: round(v, 3) for k, v in _cpu_of(snippet).items()})
         left = members(mode, key, exclude)
     report["leftover"] = len([p for p in left if p != snippet])
     if mode != "pidns":

@@ -8,7 +8,9 @@ one entry per snippet id holding:
 - the environment it was validated in: the installed distribution and version of every top-level
   package the snippet, or the program the sandbox completed it into, imports (`torch` →
   `torch==2.13.0+cpu`); for shell commands, where each program lives and the version of the
-  package that installs it; and the Python version.
+  package that installs it; the Python version; and, for code that uses an accelerator, whether
+  this machine has one (`machine:accelerator` → `none` | `nvidia`): the verdict was recorded
+  with the machine, and another machine validates it again.
 
 An entry is used only while the code hash and every one of those versions still match, so
 upgrading torch re-validates exactly the snippets that import it. Checking freshness reads a few
@@ -36,6 +38,7 @@ from kg.documents import Snippet, SnippetStatus, content_hash
 from kg.errors import SnippetError, StoreError
 from kg.store import Store
 from qa.schema import SnippetReport
+from qa.snippets.requires import accelerator_here
 from qa.snippets.shell import command_dependencies
 from qa.snippets.static import imported_modules, undefined_names
 from qa.snippets.validate import SnippetCheck, check_code, decisive_reason, to_report
@@ -57,9 +60,11 @@ __all__ = [
     "validate_store_snippets",
 ]
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 """Version of the `snippet_results.json` layout and of what a status means; another version is
-ignored (re-validated). 2: failures need evidence; builtins, data files and transcripts known."""
+ignored (re-validated). 2: failures need evidence; builtins, data files and transcripts known.
+3: what the machine lacks (accelerator, downloads, models, credentials, services) and `...`
+illustrations are skipped, a failure names its line; the CPU limit counts the code, not imports."""
 
 _SUFFIX_LANGUAGE = {".py": "python", ".sh": "bash", ".bash": "bash", ".zsh": "bash"}
 _ABSENT = "absent"
@@ -208,6 +213,8 @@ def snippet_environment(check: SnippetCheck) -> dict[str, str]:
         return env
     if check.language == "yaml":  # checked with PyYAML where it is installed
         env["pkg:yaml"] = _package_state("yaml")
+    for what, state in check.machine.items():
+        env[f"machine:{what}"] = state
     for top in sorted(_tops(code) | _tops(check.program)):
         env[f"pkg:{top}"] = _package_state(top)
     return env
@@ -230,6 +237,8 @@ def environment_changes(env: dict[str, str]) -> list[str]:
             now = _package_state_now(recorded, name)
         elif kind == "cmd":
             now = _program_state(name)
+        elif kind == "machine" and name == "accelerator":
+            now = "nvidia" if accelerator_here() else "none"
         else:
             now = "?"
         if now != recorded:

@@ -46,7 +46,8 @@ def _decisive(check: SnippetCheck) -> str:
             "json",
             "json",
             "failed",
-            "syntax: failed — invalid JSON: Expecting ',' delimiter (line 3, column 3)",
+            "syntax: failed — line 3: `\"stream\": true` — invalid JSON: Expecting ',' "
+            "delimiter (line 3, column 3): no JSON parser reads it",
         ),
         (
             '{\n  "model": "local",  // any name\n  "key": <your-key>,\n  ...\n}',
@@ -68,7 +69,8 @@ def _decisive(check: SnippetCheck) -> str:
             "toml",
             "toml",
             "failed",
-            "syntax: failed — invalid TOML: Illegal character '\\n' (at line 2, column 13)",
+            "syntax: failed — line 2: `name = \"demo` — invalid TOML: Illegal character '\\n' "
+            "(at line 2, column 13): no TOML parser reads it",
         ),
         (
             "FROM python:3.11-slim\n# deps\nRUN pip install --no-cache-dir \\\n    uvicorn\n"
@@ -84,7 +86,8 @@ def _decisive(check: SnippetCheck) -> str:
             "dockerfile",
             "dockerfile",
             "failed",
-            "syntax: failed — line 2: unknown Dockerfile instruction 'COPYY' (did you mean COPY?)",
+            "syntax: failed — line 2: unknown Dockerfile instruction 'COPYY' (did you mean "
+            "COPY?): docker build rejects it",
         ),
         (
             "RUN apt-get update\n",
@@ -110,7 +113,7 @@ def test_yaml_is_parsed_with_pyyaml() -> None:  # PyYAML comes with llama-index-
     assert _decisive(good) == "syntax: ok — valid YAML (a mapping of 1 key(s))"
     bad = check_code("model:\n  name: local\n layers: 2\n", "yml")
     assert bad.status is SnippetStatus.FAILED
-    assert _decisive(bad).startswith("syntax: failed — invalid YAML: ")
+    assert _decisive(bad).startswith("syntax: failed — line 3: `layers: 2` — invalid YAML: ")
     assert "(line 3, column 2)" in _decisive(bad)
     tagged = check_code("Bucket:\n  Name: !Ref BucketName\n", "yaml")  # a tag needs no meaning
     assert tagged.status is SnippetStatus.PASSED, tagged.detail
@@ -301,7 +304,7 @@ def test_the_cache_records_what_each_kind_depends_on() -> None:
     [
         pytest.param(
             "import torch\nx = torch.ones(2, device='cuda')\nprint(x)\n",
-            "it needs a GPU, so this is no evidence against the snippet",
+            "run: skipped — not run: needs an accelerator: device 'cuda' (line 2)",
             marks=needs_torch,
         ),
         (
@@ -337,4 +340,7 @@ def test_a_signature_listing_is_documentation_but_broken_python_fails() -> None:
     )
     broken = check_code("for i in range(3)\n    print(i)\n", "python")
     assert broken.status is SnippetStatus.FAILED
-    assert _decisive(broken) == "parse: failed — SyntaxError: expected ':' (line 1)"
+    assert _decisive(broken) == (
+        "parse: failed — line 1: `for i in range(3)` — SyntaxError: expected ':': "
+        "Python cannot parse the code"
+    )

@@ -28,7 +28,7 @@ _FENCE = re.compile(r"^(?P<prefix>[ \t]*(?:>[ \t]?)*)(?P<mark>`{3,}|~{3,})(?P<in
 
 # the evidence a failed level must show, by level
 EVIDENCE = {
-    "parse": re.compile(r"SyntaxError: .+ \(line \d+\)"),
+    "parse": re.compile(r"line \d+: .*SyntaxError: .+: Python cannot parse the code"),
     "syntax": re.compile(
         r"invalid (JSON|YAML|TOML): .+(line \d+|at end)|line \d+: unknown Dockerfile instruction"
     ),
@@ -37,7 +37,10 @@ EVIDENCE = {
         r"does not accept \S+: (`[^`]+` says: .+|its argparse help lists every option)"
         r"|-c: the code does not parse: SyntaxError"
     ),
-    "run": re.compile(r"exit [1-9]\d* in .*: \w+(Error|Exception)|onnxruntime output vs torch"),
+    "run": re.compile(
+        r"\w+(Error|Exception)\b.* \(exit [1-9]\d* in .*\): raised|onnxruntime output vs torch"
+        r"|stopped at the CPU limit .*: it did not end|it waited most of that time|leftover process"
+    ),
 }
 NO_EVIDENCE = re.compile(
     r"not installed here|shell builtin|file of the project|may not list every option|"

@@ -1,7 +1,9 @@
 """The sandbox contains hostile code, and the host (this test process) is unaffected.
 
 Every test runs real code in a real subprocess; each asserts containment and that the host still
-works afterwards (`host_ok`).
+works afterwards (`host_ok`). Nothing here is timed by the wall clock: a limit is shown to hold by
+the state it leaves (how the run ended, the CPU it used, what is left running), so the tests hold
+on a busy machine.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _uid(result: SandboxResult) -> int | None:
 def host_ok(result: SandboxResult | None = None) -> None:
     """The host can still run things, and nothing of the run is left behind."""
     assert os.getpid() > 0
-    again = run_sandboxed("print(6 * 7)", timeout_s=10)
+    again = run_sandboxed("print(6 * 7)", timeout_s=60)
     assert again.ok and again.stdout.strip() == "42"
     if result is not None and (uid := _uid(result)) is not None:
         assert live_processes_of(uid) == []
@@ -98,6 +100,17 @@ def tcp_server() -> Iterator[tuple[int, list[bytes]]]:
     srv.close()
 
 
+def _only_the_host_arrives(port: int, received: list[bytes]) -> None:
+    """The host connects after the run: the server, which accepts in order, then holds that one
+    connection and nothing before it (a connection from the sandbox would have come first)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+        c.sendall(b"host")
+    deadline = time.monotonic() + 120  # only turns a hang into a failure
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert received == [b"<connected>host"]
+
+
 NET_CODE = """
 import socket
 s = socket.socket()
@@ -113,15 +126,9 @@ except OSError as exc:
 
 def test_network_to_host_server_is_unreachable(tcp_server: tuple[int, list[bytes]]) -> None:
     port, received = tcp_server
-    result = run_sandboxed(NET_CODE.format(port=port), timeout_s=10)
+    result = run_sandboxed(NET_CODE.format(port=port), timeout_s=60)
     assert "BLOCKED" in result.stdout and "CONNECTED" not in result.stdout
-    time.sleep(0.3)
-    assert received == []
-    # the server itself works: the host can reach it
-    with socket.create_connection(("127.0.0.1", port), timeout=2) as c:
-        c.sendall(b"host")
-    time.sleep(0.5)
-    assert received == [b"<connected>host"]
+    _only_the_host_arrives(port, received)
     host_ok(result)
 
 
@@ -132,11 +139,10 @@ def test_audit_hook_fallback_denies_sockets(
     port, received = tcp_server
     caps = sandbox_capabilities() - {"netns"}
     monkeypatch.setattr(sandbox, "sandbox_capabilities", lambda: caps)
-    result = run_sandboxed(NET_CODE.format(port=port), timeout_s=10)
+    result = run_sandboxed(NET_CODE.format(port=port), timeout_s=60)
     assert result.network == "audit-hook"
     assert "BLOCKED PermissionError" in result.stdout
-    time.sleep(0.3)
-    assert received == []
+    _only_the_host_arrives(port, received)
     monkeypatch.undo()
     host_ok(result)
 
@@ -152,7 +158,7 @@ try:
 except OSError as exc:
     print("DENIED", type(exc).__name__)
 """
-    result = run_sandboxed(code, timeout_s=10)
+    result = run_sandboxed(code, timeout_s=60)
     assert "TOPSECRET" not in result.stdout + result.stderr
     assert "DENIED" in result.stdout
     assert secret.read_text().startswith("TOPSECRET-")
@@ -170,7 +176,7 @@ def test_cannot_write_outside_scratch(tmp_path: Path) -> None:
         for t in targets
     )
     code += "\nopen('inside.txt', 'w').write('fine')\nprint('SCRATCH OK')"
-    result = run_sandboxed(code, timeout_s=10)
+    result = run_sandboxed(code, timeout_s=60)
     assert "SCRATCH OK" in result.stdout
     for target in targets:
         assert not target.exists(), target
@@ -188,9 +194,7 @@ while True:
     except OSError:
         pass
 """
-    start = time.monotonic()
     result = run_sandboxed(code, timeout_s=3, nproc=32)
-    assert time.monotonic() - start < 15
     assert result.timed_out or result.returncode != 0
     uid = _uid(result)
     assert uid is not None
@@ -200,29 +204,60 @@ while True:
 
 def test_allocating_10_gb_fails_inside() -> None:
     code = "b = bytearray(10 * 1024**3)\nprint('ALLOCATED')"
-    result = run_sandboxed(code, timeout_s=10, memory_mb=512)
+    result = run_sandboxed(code, timeout_s=60, memory_mb=512)
     assert "ALLOCATED" not in result.stdout
     assert "MemoryError" in result.stderr
     assert result.returncode == 1
     host_ok(result)
 
 
-def test_infinite_loop_is_killed_at_the_timeout() -> None:
-    start = time.monotonic()
-    result = run_sandboxed("while True:\n    pass", timeout_s=2)
+def test_a_run_that_waits_forever_is_stopped_at_the_wall_clock() -> None:
+    result = run_sandboxed("import time\nwhile True:\n    time.sleep(1)", timeout_s=2)
     assert result.timed_out and result.killed_reason == "timeout"
-    assert 1.9 <= result.duration_s < 5
-    assert time.monotonic() - start < 6
+    assert result.duration_s >= 2
+    assert result.cpu_s is not None and result.runq_s is not None  # read before it was stopped
+    assert result.summary().startswith("timed out after ")
     host_ok(result)
+
+
+def test_a_runaway_loop_is_stopped_by_its_cpu_limit_not_the_wall_clock() -> None:
+    result = run_sandboxed("while True:\n    pass", timeout_s=600, cpu_s=2)
+    assert result.killed_reason == "cpu limit" and not result.timed_out
+    assert result.returncode == -signal.SIGXCPU
+    assert result.cpu_s is not None and 1.0 <= result.cpu_s <= 2.5, result.cpu_s  # CPU time
+    assert result.summary().startswith(
+        "stopped at the CPU limit (2 s for the code, imports not counted) after "
+    )
+    host_ok(result)
+
+
+SLOW_IMPORT = """
+import time
+start = time.process_time()
+while time.process_time() - start < 3.0:  # 3 s of CPU, however busy the machine is
+    pass
+"""
+
+
+def test_imports_are_timed_on_their_own() -> None:
+    """A module that takes 3 s of CPU to import, then code that takes none: it passes under a
+    2 s CPU limit for the code; the same 3 s in the code itself is stopped."""
+    files = {"slow_module.py": SLOW_IMPORT}
+    code = "import sys\nsys.path.insert(0, '.')\nimport slow_module\nprint('imported')"
+    quick = run_sandboxed(code, files=files, timeout_s=600, cpu_s=2)
+    assert quick.ok, quick.stderr
+    assert quick.stdout.strip() == "imported"
+    assert quick.cpu_s is not None and quick.cpu_s >= 3.0  # more than the code's limit
+    inline = run_sandboxed(SLOW_IMPORT + "print('done')", timeout_s=600, cpu_s=2)
+    assert inline.killed_reason == "cpu limit" and "done" not in inline.stdout
+    host_ok(inline)
 
 
 def test_printing_1_gb_is_truncated_and_stopped() -> None:
     code = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)"
-    start = time.monotonic()
-    result = run_sandboxed(code, timeout_s=20, output_limit=64 * 1024)
+    result = run_sandboxed(code, timeout_s=600, output_limit=64 * 1024)
     assert result.output_truncated and result.killed_reason == "output limit"
     assert len(result.stdout) == 64 * 1024
-    assert time.monotonic() - start < 10
     host_ok(result)
 
 
@@ -239,7 +274,7 @@ try:
 except OSError as exc:
     print("DENIED", type(exc).__name__)
 """
-    result = run_sandboxed(code, timeout_s=10)
+    result = run_sandboxed(code, timeout_s=60)
     assert secret not in result.stdout + result.stderr
     assert "KGQA_TEST_SECRET" not in result.stdout
     assert os.environ["KGQA_TEST_SECRET"] == secret
@@ -256,7 +291,7 @@ try:
 except OSError as exc:
     print("DENIED", type(exc).__name__)
 """
-    result = run_sandboxed(code, timeout_s=10)
+    result = run_sandboxed(code, timeout_s=60)
     assert "DENIED PermissionError" in result.stdout
     host_ok(result)
 
@@ -267,11 +302,9 @@ with open("fill.bin", "wb") as f:
     while True:
         f.write(b"0" * (1 << 20))
 """
-    start = time.monotonic()
-    result = run_sandboxed(code, timeout_s=20, fsize_mb=8)
-    assert time.monotonic() - start < 5
+    result = run_sandboxed(code, timeout_s=600, fsize_mb=8)
     assert result.returncode == -signal.SIGXFSZ or "File too large" in result.stderr
-    assert not result.timed_out
+    assert not result.timed_out and result.killed_reason is None  # the limit stopped it
     host_ok(result)
 
 
@@ -338,9 +371,8 @@ print("main done")
 @pytest.mark.parametrize("case", list(LEFTOVERS))
 def test_what_a_snippet_leaves_running_is_killed_and_fails_the_run(case: str) -> None:
     code, n = LEFTOVERS[case]
-    start = time.monotonic()
-    result = run_sandboxed(code, timeout_s=20)
-    assert time.monotonic() - start < 5
+    result = run_sandboxed(code, timeout_s=600)
+    assert not result.timed_out  # the run ended with the snippet, not when its leftovers did
     assert "main done" in result.stdout and result.returncode == 0
     assert result.leftover_killed == n and result.cleanup == "pidns"
     assert not result.ok
@@ -360,9 +392,7 @@ if os.fork() == 0:
 print("started", flush=True)
 time.sleep(600)
 """
-    start = time.monotonic()
     result = run_sandboxed(code, timeout_s=2)
-    assert time.monotonic() - start < 5
     assert result.timed_out and "started" in result.stdout
     assert result.leftover_killed == 1
     assert result.summary().endswith("; 1 leftover process killed")
@@ -394,7 +424,7 @@ import os
 print(os.getpid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
 print(open("/proc/1/cmdline", "rb").read().split(b"\\0")[0].decode())
 """
-    result = run_sandboxed(code, timeout_s=10)
+    result = run_sandboxed(code, timeout_s=60)
     first, second = result.stdout.splitlines()
     assert first == "2 [1, 2]"  # init is 1, the snippet 2, and no host process is visible
     assert "python" in second
@@ -406,7 +436,7 @@ print(open("/proc/1/cmdline", "rb").read().split(b"\\0")[0].decode())
 def test_without_a_pid_namespace_the_runs_uid_is_swept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "sandbox_capabilities", lambda: CAPS - {"pidns"})
     code, n = LEFTOVERS["double fork + setsid"]
-    result = run_sandboxed(code, timeout_s=20)
+    result = run_sandboxed(code, timeout_s=60)
     assert "pidns" not in result.isolation
     assert result.cleanup == "uid" and result.leftover_killed == n and not result.ok
     uid = _uid(result)
@@ -428,7 +458,7 @@ for _ in range(2):
         os._exit(0)
     print(pid, flush=True)
 """
-    result = run_sandboxed(code, timeout_s=20)
+    result = run_sandboxed(code, timeout_s=60)
     assert result.cleanup == "session" and result.leftover_killed == 2 and not result.ok
     for pid in map(int, result.stdout.split()):  # host pids: no PID namespace here
         stat = Path(f"/proc/{pid}/stat")

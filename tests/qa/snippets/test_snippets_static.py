@@ -71,6 +71,29 @@ def test_network_needs_hub_ids_datasets_and_urls() -> None:
     ]
 
 
+def test_network_needs_follow_names_bare_ids_and_what_the_snippet_writes() -> None:
+    code = (
+        "import requests\nfrom transformers import AutoModel, AutoTokenizer, pipeline\n"
+        "from datasets import load_dataset\n"
+        'model_id = "Qwen/Qwen2.5-3B-Instruct"\n'
+        "m = AutoModel.from_pretrained(model_id)\n"  # a name bound to a hub id
+        't = AutoTokenizer.from_pretrained("gpt2")\n'  # a hub id without an org
+        "m2 = AutoModel.from_pretrained(args.model)\n"  # named at run time
+        'ds = load_dataset("csv", data_files="train.csv")\n'  # a local builder
+        'm.save_pretrained("out")\nAutoModel.from_pretrained("out")\n'  # written first
+        "AutoModel.from_pretrained(save_dir)\n"  # a directory
+        'requests.get("http://localhost:8000/v1/models")\n'  # a service, not the network
+        'clf = pipeline("sentiment-analysis")\n'  # the task's default model
+    )
+    tree = ast.parse(code)
+    assert network_needs(tree, import_bindings(tree)) == [
+        "hub model 'Qwen/Qwen2.5-3B-Instruct' (transformers.AutoModel.from_pretrained, line 5)",
+        "hub model 'gpt2' (transformers.AutoTokenizer.from_pretrained, line 6)",
+        "hub model named by `args.model` (transformers.AutoModel.from_pretrained, line 7)",
+        "hub model: the default model for the task (transformers.pipeline, line 13)",
+    ]
+
+
 def test_imports_found_with_versions_and_missing_named() -> None:
     checks = check_imports(ast.parse("import pydantic\nimport no_such_module_kgqa\nimport json"))
     by_name = {c.module: c for c in checks}
@@ -106,8 +129,11 @@ def test_lora_config_kwargs_checked_against_installed_peft(probe: SignatureProbe
     check = check_code(code, "python", execute=False, probe=probe)
     apis = next(lv for lv in check.levels if lv.level == "apis")
     assert apis.outcome == "failed"
-    assert "line 2: peft.LoraConfig() has no keyword argument 'lora_alpah'" in apis.reason
-    assert "did you mean 'lora_alpha'" in apis.reason
+    assert apis.reason.startswith(
+        'line 2: `lora = LoraConfig(r=8, lora_alpah=16, task_type="CAUSAL_LM")` — '
+        "peft.LoraConfig() has no keyword argument 'lora_alpah' (did you mean 'lora_alpha'?) "
+        f"(peft {importlib.metadata.version('peft')} here): the call does not bind"
+    ), apis.reason
     assert check.status.value == "failed"
 
 
