@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, overload
+from typing import TYPE_CHECKING, Protocol, overload
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -33,7 +33,7 @@ from ingest.merge import merge_extractions
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
-from ingest.workers import Processed, default_workers, processed_in_order
+from ingest.workers import InOrder, Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
 from kg.graph import GraphStats
@@ -53,6 +53,9 @@ from kg.store import (
     StoreWriter,
     doc_key,
 )
+
+if TYPE_CHECKING:
+    from ingest.ray_ingest import RayCluster, RayInOrder
 
 __all__ = [
     "IngestProgress",
@@ -252,6 +255,7 @@ def ingest_corpus(
     max_bytes: int = 20 * 1024 * 1024,
     cache_dir: Path | None = None,
     workers: int | None = None,
+    ray: RayCluster | None = None,
 ) -> IngestReport:
     """Build or update the store at `store_root` from the documents under `roots`.
 
@@ -259,20 +263,29 @@ def ingest_corpus(
     0: in this one) while this one embeds and writes them, in corpus order: the store does not
     depend on the number of workers. A chunk text is embedded once: vectors are taken from the
     previous version of a document, or kept under `cache_dir` (`ingest.embed.passages`), which
-    also holds other derived files (jieba's array dictionary)."""
+    also holds other derived files (jieba's array dictionary). With `ray`, the cluster's actors
+    do the document work instead of local workers (`ingest.ray_ingest`; the embedder is then
+    usually its `RayEmbedder`): the store is the same."""
     started = time.perf_counter()
     run = _Run(store_root, embedder, lexicon, embedder_spec, cache_dir, progress)
     results = list(iter_corpus(roots, max_bytes=max_bytes))
     run.report.seconds.read = time.perf_counter() - started
     carried = run.carried(results)
     todo = [r.document for r in results if r.document and r.document.id not in carried]
-    work = processed_in_order(
-        todo,
-        _process,
-        lexicon,
-        workers=default_workers() if workers is None else workers,
-        errors=_DOCUMENT_ERRORS,
-    )
+    if ray is not None:
+        from ingest.ray_ingest import ray_processed_in_order
+
+        work: InOrder | RayInOrder = ray_processed_in_order(
+            todo, _process, ray, errors=_DOCUMENT_ERRORS
+        )
+    else:
+        work = processed_in_order(
+            todo,
+            _process,
+            lexicon,
+            workers=default_workers() if workers is None else workers,
+            errors=_DOCUMENT_ERRORS,
+        )
     try:
         # the model and its tokenizer load here while the workers parse the first documents
         prepare(embedder, run.new_text(todo))
@@ -310,7 +323,7 @@ class _Run:
         # vectors of the previous store serve only for the embedder that made them
         self.previous = previous
         self.same_embedder = previous is not None and previous.manifest.embedder == embedder.id
-        self.writer = StoreWriter(
+        self.writer = StoreWriter.open(
             store_root,
             Manifest(
                 embedder=embedder.id,
