@@ -164,9 +164,11 @@ def build_app(
     assistant: Assistant,
     *,
     examples: Sequence[str] = DEFAULT_EXAMPLES,
-    concurrency: int = 8,
+    concurrency: int = 32,
 ) -> gr.Blocks:
-    """The Blocks app over one assistant (which is read-only and thread-safe)."""
+    """The Blocks app over one assistant (which is read-only and thread-safe). Each event
+    listener runs up to `concurrency` events at once (Gradio's default is one): answers are not
+    serialised, and LLM requests are bounded where they are made (`llm.max_concurrency`)."""
     demo: gr.Blocks
     with gr.Blocks(title="kgqa", analytics_enabled=False) as demo:
         gr.HTML(status_line(assistant.status()), elem_id="kgqa-status-line")
@@ -226,9 +228,12 @@ def launch_app(
     port: int = 7860,
     auth: tuple[str, str] | None = None,
     block: bool = True,
+    concurrency: int = 32,
 ) -> gr.Blocks:
-    """Serve the app. Nothing outside the app is served (`allowed_paths=[]`), no share link."""
-    demo = build_app(assistant)
+    """Serve the app. Nothing outside the app is served (`allowed_paths=[]`), no share link.
+    Gradio runs events in a pool of `concurrency + 8` threads: every listener's `concurrency`
+    events fit, with room for the page's own requests."""
+    demo = build_app(assistant, concurrency=concurrency)
     demo.launch(
         server_name=host,
         server_port=port,
@@ -244,5 +249,6 @@ def launch_app(
         quiet=True,
         css=CSS,
         prevent_thread_lock=not block,
+        max_threads=concurrency + 8,
     )
     return demo
