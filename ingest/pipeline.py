@@ -30,6 +30,7 @@ from ingest.link_cache import LinkCache
 from ingest.load import LoadResult, iter_corpus
 from ingest.markdown import is_markdown, is_plain_essay, parse_markdown
 from ingest.merge import merge_extractions
+from ingest.ray_ingest import EmbeddedProcessed
 from ingest.structure import command_spans, parse_blocks
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
@@ -386,7 +387,10 @@ class _Run:
         try:
             if self.same_embedder and self.previous and doc.id in self.previous.manifest.documents:
                 _remember_previous(self.passages, self.previous, doc.id)
-            vectors = self.passages.vectors([chunk_embedding_text(c) for c in record.chunks])
+            texts = [chunk_embedding_text(c) for c in record.chunks]
+            if isinstance(done, EmbeddedProcessed) and done.vectors is not None:  # Ray's
+                self.passages.add_embedded(texts, done.vectors, done.embed_seconds)
+            vectors = self.passages.vectors(texts)
         except _DOCUMENT_ERRORS as err:
             self._fail(result, f"{type(err).__name__}: {err}")
             return

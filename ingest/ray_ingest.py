@@ -3,27 +3,31 @@
 `kgqa ingest --ray ADDRESS` (a head's `HOST:PORT`, `ray://HOST:PORT`, or `auto`: the cluster
 this machine runs or `RAY_ADDRESS` names) connects to the cluster and starts one worker actor per
 CPU it has (`RayCluster`). Each holds the lexicon and its own copy of the embedding model. Then
-`ingest.pipeline` runs as it does locally, with two things moved onto the actors:
-
-- the document work (parse, extract, chunk: what `ingest.workers` does in local processes):
-  `ray_processed_in_order` sends each document's text to an actor, a window of documents
-  ahead, and hands the results back in corpus order;
-- embedding: `RayEmbedder` is an `Embedder` (the same seam as any other) whose passages are
-  split into one slice per actor and embedded side by side.
+`ingest.pipeline` runs as it does locally, with the work per document moved onto the actors:
+`ray_processed_in_order` sends each document's text to the actor with the least work waiting,
+up to `2 * actors + 1` documents ahead of the writer; the actor parses, extracts and chunks it
+(what `ingest.workers` does in local processes) and embeds its chunk texts, and the results come
+back in corpus order (`EmbeddedProcessed`). Any passage left to embed (none, as the pipeline
+runs) goes through `RayEmbedder`, an `Embedder` (the same seam as any other) whose passages are
+split into one slice per actor.
 
 The command itself reads the files (workers elsewhere need no access to them), keeps the passage
-cache (a chunk text is embedded once, as locally), links names across the corpus and writes the
-store, in corpus order: the store is the one a local ingest writes (the e5 embedders' vectors do
-not depend on the batch). The workers run this checkout's `kg` and `ingest` packages (shipped
-with the job as Ray `py_modules`) over the Python packages installed where they run.
+cache (a vector for a text it already has is not taken: it is the same), links names across the
+corpus and writes the store, in corpus order: the store is the one a local ingest writes (the e5
+embedders' vectors do not depend on the batch). What stays on the command is a few percent of a
+local ingest (reading, linking, indexing, writing), so the cluster's CPUs speed up the rest. The
+workers run this checkout's `kg` and `ingest` packages (shipped with the job as Ray
+`py_modules`) over the Python packages installed where they run.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,6 +36,7 @@ import numpy as np
 
 import ingest
 import kg
+from ingest.chunk import chunk_embedding_text
 from ingest.embed import Embedder, make_embedder
 from ingest.embed.protocol import EmbedderWrapper, Vectors, prepare
 from ingest.workers import DocumentWork, Processed, _run
@@ -39,10 +44,25 @@ from kg.documents import Document
 from kg.errors import IngestError
 from kg.lexicon import Lexicon
 
-__all__ = ["RayCluster", "RayEmbedder", "RayInOrder", "ray_processed_in_order"]
+__all__ = [
+    "EmbeddedProcessed",
+    "RayCluster",
+    "RayEmbedder",
+    "RayInOrder",
+    "ray_processed_in_order",
+]
 
 #: Fewer passages than this per actor are not worth a slice of their own.
 _MIN_SLICE = 8
+
+
+@dataclass(frozen=True)
+class EmbeddedProcessed(Processed):
+    """A document's result from an actor: `Processed`, and the vectors of its chunk texts (rows
+    follow the chunks; None when the work failed) with the seconds the embedder took."""
+
+    vectors: Vectors | None = None
+    embed_seconds: float = 0.0
 
 
 class _Worker:
@@ -66,6 +86,24 @@ class _Worker:
     ) -> Processed:
         """The document work on one document (`ingest.workers`' rules for errors)."""
         return _run(work, doc, self.lexicon, errors)
+
+    def process_and_embed(
+        self, work: DocumentWork, doc: Document, errors: tuple[type[Exception], ...]
+    ) -> EmbeddedProcessed:
+        """The document work, then the chunk texts' vectors (an embedder error is the
+        document's error, as it is in a local ingest)."""
+        done = _run(work, doc, self.lexicon, errors)
+        if done.record is None:
+            return EmbeddedProcessed(done.document, None, done.error, done.seconds)
+        started = time.perf_counter()
+        try:
+            vectors = self.embed([chunk_embedding_text(c) for c in done.record.chunks])
+        except errors as err:
+            error = f"{type(err).__name__}: {err}"
+            return EmbeddedProcessed(done.document, None, error, done.seconds)
+        return EmbeddedProcessed(
+            done.document, done.record, None, done.seconds, vectors, time.perf_counter() - started
+        )
 
     def prepare(self, chars: int) -> None:
         """Load the model (and the native tokenizer when `chars` characters are coming)."""
@@ -186,8 +224,9 @@ def ray_processed_in_order(
     *,
     errors: tuple[type[Exception], ...] = (),
 ) -> RayInOrder:
-    """`work(doc, lexicon)` of each document on the cluster's actors, in order (as
-    `ingest.workers.processed_in_order`); `2 * actors + 1` documents are sent ahead."""
+    """`work(doc, lexicon)` of each document on the cluster's actors, with its chunk texts'
+    vectors (`EmbeddedProcessed`), in order (as `ingest.workers.processed_in_order`); each goes
+    to the actor with the fewest characters waiting, `2 * actors + 1` documents ahead."""
     return RayInOrder(docs, work, cluster, errors=errors)
 
 
@@ -204,19 +243,24 @@ class RayInOrder(Iterator[Processed]):
     ) -> None:
         self._work, self._cluster, self._errors = work, cluster, errors
         self._upcoming = iter(docs)
-        self._actors = itertools.cycle(cluster.actors)
-        self._waiting: deque[Any] = deque()
+        self._waiting: deque[tuple[int, Any, int]] = deque()  # (actor, result, characters)
+        self._load = [0] * len(cluster.actors)  # documents given to each and not yet taken
         for doc in itertools.islice(self._upcoming, 2 * len(cluster.actors) + 1):
             self._submit(doc)
 
     def _submit(self, doc: Document) -> None:
-        actor = next(self._actors)
-        self._waiting.append(actor.process.remote(self._work, doc, self._errors))
+        number = min(range(len(self._load)), key=self._load.__getitem__)
+        actor = self._cluster.actors[number]
+        self._load[number] += len(doc.text)  # characters: what the work grows with
+        ref = actor.process_and_embed.remote(self._work, doc, self._errors)
+        self._waiting.append((number, ref, len(doc.text)))
 
     def __next__(self) -> Processed:
         if not self._waiting:
             raise StopIteration
-        done: Processed = self._cluster.get(self._waiting.popleft())
+        number, ref, size = self._waiting.popleft()
+        done: Processed = self._cluster.get(ref)
+        self._load[number] -= size
         following = next(self._upcoming, None)
         if following is not None:
             self._submit(following)
