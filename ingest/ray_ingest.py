@@ -1,15 +1,15 @@
 """Ingest on a Ray cluster: the cluster's workers parse, extract, chunk and embed the documents.
 
-`kgqa ingest --ray ADDRESS` (a head's `HOST:PORT`, `ray://HOST:PORT`, or `auto`: the cluster
-this machine runs or `RAY_ADDRESS` names) connects to the cluster and starts one worker actor per
-CPU it has (`RayCluster`). Each holds the lexicon and its own copy of the embedding model. Then
-`ingest.pipeline` runs as it does locally, with the work per document moved onto the actors:
-`ray_processed_in_order` sends each document's text to the actor with the least work waiting,
-up to `2 * actors + 1` documents ahead of the writer; the actor parses, extracts and chunks it
-(what `ingest.workers` does in local processes) and embeds its chunk texts, and the results come
-back in corpus order (`EmbeddedProcessed`). Any passage left to embed (none, as the pipeline
-runs) goes through `RayEmbedder`, an `Embedder` (the same seam as any other) whose passages are
-split into one slice per actor.
+`kgqa ingest --ray ADDRESS` (a head's `HOST:PORT`, `ray://HOST:PORT`, or `auto`: the cluster this
+machine runs or `RAY_ADDRESS` names) connects to the cluster and starts one worker actor per CPU it
+has free (`RayCluster`), each holding its CPU, the lexicon and its own copy of the embedding model
+(one onnxruntime thread). Then `ingest.pipeline` runs as it does locally, with the work per
+document moved onto the actors: `ray_processed_in_order` sends each document's text to the actor
+with the least work waiting, up to `2 * actors + 1` documents ahead of the writer; the actor
+parses, extracts and chunks it (what `ingest.workers` does in local processes) and embeds its chunk
+texts, and the results come back in corpus order (`EmbeddedProcessed`). Any passage left to embed
+(none, as the pipeline runs) goes through `RayEmbedder`, an `Embedder` (the same seam as any other)
+whose passages are split into one slice per actor.
 
 The command itself reads the files (workers elsewhere need no access to them), keeps the passage
 cache (a vector for a text it already has is not taken: it is the same), links names across the
@@ -78,7 +78,8 @@ class _Worker:
     def _embedder(self) -> Embedder:
         if self.embedder is None:
             cache = Path(self.cache_dir) if self.cache_dir else None
-            self.embedder = make_embedder(self.spec, cache_dir=cache, spin=self.spin)
+            # one onnxruntime thread: the actor has one CPU of its own
+            self.embedder = make_embedder(self.spec, cache_dir=cache, spin=self.spin, threads=1)
         return self.embedder
 
     def process(
@@ -151,9 +152,9 @@ class RayCluster:
                 f"no Ray cluster at {address!r} ({err}): start one (`ray start --head`) or "
                 "give its address (HOST:PORT, ray://HOST:PORT, auto)"
             ) from err
-        cpus = int(ray.cluster_resources().get("CPU", 1))
+        cpus = int(ray.available_resources().get("CPU", 1))
         count = max(1, min(cpus, workers) if workers else cpus)
-        actor = ray.remote(_Worker)
+        actor = ray.remote(num_cpus=1)(_Worker)  # one CPU each, for its lifetime
         cache = str(cache_dir) if cache_dir else None
         self.actors = [actor.remote(lexicon, embedder_spec, cache, spin) for _ in range(count)]
 
