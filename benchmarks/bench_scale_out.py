@@ -287,35 +287,28 @@ def _sessions_bench(url: str, client: str, sessions: int) -> str:
 
 
 def bench_ui(store: Path, sessions: list[int]) -> dict[str, str]:
+    """Each run against a server of its own: the answers' query vectors are cached by the
+    server, and a run after another would find the questions' all there."""
     from qa.config import load_settings
 
     env = _env(load_settings().cache_dir)
     figures: dict[str, str] = {}
-    port = _free_port()
-    ui = [sys.executable, "-m", "qa.cli", "ui", "--store", str(store), "--port", str(port)]
-    proc = _serve([*ui, "--llm", "none"], f"http://127.0.0.1:{port}/", env)
-    try:
-        for count in sessions:
-            for client in ("http", "gradio"):
-                figures[f"ui {client} x{count}"] = _sessions_bench(
-                    f"http://127.0.0.1:{port}/", client, count
-                )
-                print(f"  ui {client} x{count}: {figures[f'ui {client} x{count}']}", flush=True)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    port = _free_port()
-    api = [sys.executable, "-m", "qa.cli", "serve-api", "--store", str(store), "--port", str(port)]
-    proc = _serve([*api, "--workers", "2", "--llm", "none"], f"http://127.0.0.1:{port}/health", env)
-    try:
-        for count in sessions:
-            figures[f"serve-api x{count}"] = _sessions_bench(
-                f"http://127.0.0.1:{port}/", "api", count
-            )
-            print(f"  serve-api x{count}: {figures[f'serve-api x{count}']}", flush=True)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    runs = [("ui", client, count) for count in sessions for client in ("gradio", "http")]
+    runs += [("serve-api", "api", count) for count in sessions]
+    for verb, client, count in runs:
+        port = _free_port()
+        command = [sys.executable, "-m", "qa.cli", verb, "--store", str(store)]
+        command += ["--port", str(port), "--llm", "none"]
+        command += ["--workers", "2"] if verb == "serve-api" else []
+        health = "health" if verb == "serve-api" else ""
+        proc = _serve(command, f"http://127.0.0.1:{port}/{health}", env)
+        try:
+            name = f"{verb} {client} x{count}"
+            figures[name] = _sessions_bench(f"http://127.0.0.1:{port}/", client, count)
+            print(f"  {name}: {figures[name]}", flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
     return figures
 
 
