@@ -121,8 +121,12 @@ def _fresh_cache(into: Path) -> Path:
     return cache
 
 
+#: Ray on this machine only, on 127.0.0.1 (Ray binds and dials the interface's address else)
+RAY_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
 def _env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "KGQA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    return {**os.environ, **RAY_LOOPBACK, "KGQA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
 
 
 def _kgqa(args: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
@@ -147,10 +151,13 @@ class _RayHead:
         self.temp = Path(tempfile.mkdtemp(prefix="kgqa-ray-", dir="/tmp"))
         log = (self.temp / "head.log").open("wb")
         command = [str(BIN / "ray"), "start", "--head", "--block", "--port", str(self.port)]
+        command += ["--node-ip-address", "127.0.0.1"]
         command += ["--num-cpus", str(cpus), "--include-dashboard=false"]
         command += ["--disable-usage-stats", "--object-store-memory", str(200 * 1024 * 1024)]
         command += ["--temp-dir", str(self.temp)]
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            command, env={**os.environ, **RAY_LOOPBACK}, stdout=log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 180
         while b"Ray runtime started" not in (self.temp / "head.log").read_bytes():
             if self.process.poll() is not None or time.monotonic() > deadline:

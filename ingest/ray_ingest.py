@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -119,6 +120,24 @@ class _Worker:
         return self._embedder().id
 
 
+def _reachable(address: str) -> None:
+    """Raise `IngestError` at once when a `HOST:PORT` address has nothing listening (Ray itself
+    retries for minutes). `auto` and `ray://` addresses are Ray's to resolve.
+
+    >>> _reachable("auto")
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as err:
+        raise IngestError(
+            f"no Ray cluster answers at {address} ({err}): start one (`ray start --head "
+            f"--port {port}`) or give its address (HOST:PORT, ray://HOST:PORT, auto)"
+        ) from err
+
+
 class RayCluster:
     """A connection to a Ray cluster and its worker actors, one per CPU (`with` closes both).
 
@@ -139,6 +158,7 @@ class RayCluster:
         except ImportError as err:
             raise IngestError("--ray needs Ray: pip install 'kgqa[ray]'") from err
         self._ray = ray
+        _reachable(address)
         modules = [str(Path(next(iter(p.__path__)))) for p in (kg, ingest)]
         try:
             ray.init(

@@ -30,6 +30,9 @@ from kg.store import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+#: Ray on one machine, on 127.0.0.1 only: its head and every driver take the machine's own
+#: loopback address for the node's (by default Ray binds and dials the interface's address)
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 DOCS = {
     "quickrun.md": """# QuickRun
 
@@ -79,12 +82,17 @@ def ray_address() -> Iterator[str]:
     temp = Path(tempfile.mkdtemp(prefix="kgqa-ray-", dir="/tmp"))
     log = temp / "head.log"
     command = [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block"]
-    command += ["--port", str(port), "--num-cpus", "2", "--include-dashboard=false"]
+    command += ["--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
+    command += ["--include-dashboard=false"]
     command += ["--disable-usage-stats", "--object-store-memory", str(200 * 1024 * 1024)]
     command += ["--temp-dir", str(temp)]
     with log.open("wb") as out:
         head = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+            command,
+            env={**os.environ, **LOOPBACK},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
         )
     started = wait_for(
         lambda: head.poll() is not None or b"Ray runtime started" in log.read_bytes(), 180
@@ -120,7 +128,7 @@ def _corpus(root: Path) -> Path:
 
 
 def _kgqa(args: list[str], cache: Path) -> dict[str, object]:
-    env = {**os.environ, "KGQA_CACHE_DIR": str(cache)}
+    env = {**os.environ, **LOOPBACK, "KGQA_CACHE_DIR": str(cache)}
     done = subprocess.run(
         [sys.executable, "-m", "qa.cli", *args, "--json"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
@@ -198,9 +206,24 @@ def test_the_actors_embed_the_passages(ray_address: str, fresh_cache: Path, tmp_
     done = subprocess.run(
         [sys.executable, "-c", _ON_RAY, str(corpus), str(tmp_path / "s"), str(fresh_cache),
          ray_address],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        cwd=REPO, env={**os.environ, **LOOPBACK}, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"actors": 2, "local": 0, "embedded": result["embedded"], "ok": True}
     assert result["embedded"] > 0
+
+
+def test_an_address_without_a_cluster_is_refused_at_once(tmp_path: Path) -> None:
+    missing = missing_modules("ray")
+    if missing:
+        skip_or_fail("ray", f"{missing}: pip install 'kgqa[ray]'")
+    address = f"127.0.0.1:{_free_port()}"
+    done = subprocess.run(
+        [sys.executable, "-m", "qa.cli", "ingest", "--corpus", str(_corpus(tmp_path)),
+         "--store", str(tmp_path / "s"), "--ray", address],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"no Ray cluster answers at {address}" in done.stderr
+    assert not (tmp_path / "s").exists()
