@@ -168,6 +168,7 @@ class _RayHead:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=60)
+        shutil.rmtree(self.temp, ignore_errors=True)
 
 
 def _serve(command: list[str], url: str, env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -105,6 +106,7 @@ def ray_address() -> Iterator[str]:
     head.terminate()  # `ray start --block` stops what it started
     head.wait(timeout=60)
     assert wait_for(lambda: not still_running(tree), 60) is not None, still_running(tree)
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture
