@@ -26,11 +26,11 @@ generation live and loadable. Only this module opens store files.
 
 A store can also live on a FalkorDB server (a graph database served by `redis-server` with its
 module): a location `falkordb://HOST:PORT/NAME` (`is_server_store`) opens `kg.falkor`'s
-`FalkorStore` and `FalkorWriter`, which keep the same generations, files and reading methods
-there (entities, relations with their evidence, units and chunk vectors as a graph with a vector
-index). `Store.open`, `Store.exists` and `StoreWriter.open` choose; every reader and writer goes
-through them, so `kgqa ingest`, `ask`, `ui`, `eval` and `Assistant` take either location. The
-FalkorDB client is imported only for such a location.
+`FalkorStore` and `kg.falkor_write`'s `FalkorWriter`, which keep the same generations, files and
+reading methods there (entities, relations with their evidence, units and chunk vectors as a graph
+with a vector index). `Store.open`, `Store.exists` and `StoreWriter.open` choose; every reader and
+writer goes through them, so `kgqa ingest`, `ask`, `ui`, `eval` and `Assistant` take either
+location. The FalkorDB client is imported only for such a location.
 """
 
 from __future__ import annotations
@@ -353,9 +353,9 @@ class StoreWriter:
     @classmethod
     def open(cls, root: Path, manifest: Manifest, previous: Store | None) -> StoreWriter:
         """The writer of the next generation at `root`: a directory's, or a FalkorDB server's
-        (`kg.falkor.FalkorWriter`) for a server location."""
+        (`kg.falkor_write.FalkorWriter`) for a server location."""
         if is_server_store(root):
-            from kg.falkor import FalkorWriter
+            from kg.falkor_write import FalkorWriter
 
             return FalkorWriter(root, manifest, previous)
         return cls(root, manifest, previous)
