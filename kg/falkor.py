@@ -1,7 +1,7 @@
 """The store on a FalkorDB server: the file store's generations, read and written over the wire.
 
 A location `falkordb://HOST:PORT/NAME` names store NAME on the server at HOST:PORT (`kg.store`
-dispatches here). Its keys all carry the hash tag `{kgqa:NAME}` (one shard of a cluster)::
+dispatches here). Its keys all carry NAME as their hash tag (one shard of a cluster)::
 
     kgqa:{NAME}:current           the live generation's name, set last (the atomic switch)
     kgqa:{NAME}:snippet_results   cached snippet validation results (outlive generations)
@@ -16,8 +16,8 @@ dispatches here). Its keys all carry the hash tag `{kgqa:NAME}` (one shard of a 
                                   names: manifest.json, the lexical index arrays, unit norms,
                                   links, docs/<key>.json (text, extraction, chunks, snippets) and
                                   docs/<key>.npy (the chunk vectors as exact float32 rows, which
-                                  a reader loads whole: 10x faster than reading the vector
-                                  property back through Cypher)
+                                  a reader loads whole: reading 8,000 vector properties back
+                                  through Cypher took 4 s here)
 
 A writer (`kg.falkor_write.FalkorWriter`) fills a new generation's keys, then sets `current`; a
 reader that opened the previous generation keeps reading it (the next commit deletes it), and a
