@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, overload
+from typing import TYPE_CHECKING, Protocol, overload
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -31,10 +31,11 @@ from ingest.link import link_corpus
 from ingest.link_cache import LinkCache
 from ingest.load import LoadResult, iter_corpus
 from ingest.merge import DroppedRelation, merge_extractions
+from ingest.ray_ingest import EmbeddedProcessed
 from ingest.structure import command_spans
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
-from ingest.workers import Processed, default_workers, processed_in_order
+from ingest.workers import InOrder, Processed, default_workers, processed_in_order
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
 from kg.graph import GraphStats
@@ -54,6 +55,9 @@ from kg.store import (
     StoreWriter,
     doc_key,
 )
+
+if TYPE_CHECKING:
+    from ingest.ray_ingest import RayCluster, RayInOrder
 
 __all__ = [
     "IngestProgress",
@@ -253,6 +257,7 @@ def ingest_corpus(
     cache_dir: Path | None = None,
     workers: int | None = None,
     project: str | None = None,
+    ray: RayCluster | None = None,
 ) -> IngestReport:
     """Build or update the store at `store_root` from the documents under `roots`.
 
@@ -261,7 +266,10 @@ def ingest_corpus(
     depend on the number of workers. A chunk text is embedded once: vectors are taken from the
     previous version of a document, or kept under `cache_dir` (`ingest.embed.passages`), which
     also holds other derived files (jieba's array dictionary). The documents of a project's
-    docs folder share the project as subject (`ingest.context`; `project`: every document's)."""
+    docs folder share the project as subject (`ingest.context`; `project`: every document's).
+    With `ray`, the cluster's actors do the document work instead of local workers
+    (`ingest.ray_ingest`; the embedder is then usually its `RayEmbedder`): the store is the
+    same."""
     started = time.perf_counter()
     run = _Run(store_root, embedder, lexicon, embedder_spec, cache_dir, progress)
     results = list(iter_corpus(roots, max_bytes=max_bytes))
@@ -269,13 +277,20 @@ def ingest_corpus(
     run.report.seconds.read = time.perf_counter() - started
     carried = run.carried(results)
     todo = [r.document for r in results if r.document and r.document.id not in carried]
-    work = processed_in_order(
-        todo,
-        _process,
-        lexicon,
-        workers=default_workers() if workers is None else workers,
-        errors=_DOCUMENT_ERRORS,
-    )
+    if ray is not None:
+        from ingest.ray_ingest import ray_processed_in_order
+
+        work: InOrder | RayInOrder = ray_processed_in_order(
+            todo, _process, ray, errors=_DOCUMENT_ERRORS
+        )
+    else:
+        work = processed_in_order(
+            todo,
+            _process,
+            lexicon,
+            workers=default_workers() if workers is None else workers,
+            errors=_DOCUMENT_ERRORS,
+        )
     try:
         # the model and its tokenizer load here while the workers parse the first documents
         prepare(embedder, run.new_text(todo))
@@ -329,7 +344,7 @@ class _Run:
         # vectors of the previous store serve only for the embedder that made them
         self.previous = previous
         self.same_embedder = previous is not None and previous.manifest.embedder == embedder.id
-        self.writer = StoreWriter(
+        self.writer = StoreWriter.open(
             store_root,
             Manifest(
                 embedder=embedder.id,
@@ -393,7 +408,10 @@ class _Run:
         try:
             if self.same_embedder and self.previous and doc.id in self.previous.manifest.documents:
                 _remember_previous(self.passages, self.previous, doc.id)
-            vectors = self.passages.vectors([chunk_embedding_text(c) for c in record.chunks])
+            texts = [chunk_embedding_text(c) for c in record.chunks]
+            if isinstance(done, EmbeddedProcessed) and done.vectors is not None:  # Ray's
+                self.passages.add_embedded(texts, done.vectors, done.embed_seconds)
+            vectors = self.passages.vectors(texts)
         except _DOCUMENT_ERRORS as err:
             self._fail(result, f"{type(err).__name__}: {err}")
             return

@@ -23,6 +23,14 @@ Layout::
 A writer builds a complete new generation (hard-linking unchanged per-document files from the
 live one), then switches CURRENT with an atomic rename. Killing it at any moment leaves the previous
 generation live and loadable. Only this module opens store files.
+
+A store can also live on a FalkorDB server (a graph database served by `redis-server` with its
+module): a location `falkordb://HOST:PORT/NAME` (`is_server_store`) opens `kg.falkor`'s
+`FalkorStore` and `kg.falkor_write`'s `FalkorWriter`, which keep the same generations, files and
+reading methods there (entities, relations with their evidence, units and chunk vectors as a graph
+with a vector index). `Store.open`, `Store.exists` and `StoreWriter.open` choose; every reader and
+writer goes through them, so `kgqa ingest`, `ask`, `ui`, `eval` and `Assistant` take either
+location. The FalkorDB client is imported only for such a location.
 """
 
 from __future__ import annotations
@@ -60,6 +68,8 @@ __all__ = [
     "StoreWriter",
     "atomic_write_bytes",
     "atomic_write_text",
+    "checked_manifest",
+    "is_server_store",
     "npy_bytes",
 ]
 
@@ -73,6 +83,19 @@ UNIT_DOCS_FILE = "unit_docs.npz"
 UNIT_PROFILES_FILE = "unit_profiles.npz"
 #: Each document's units' texts normalised (`ingest.units.units_text_norm`), by document id.
 UNIT_NORMS_FILE = "unit_norms.json"
+
+
+def is_server_store(location: str | Path) -> bool:
+    """Whether a store location names a FalkorDB server rather than a directory. A location
+    that went through `pathlib.Path` (the settings keep `store` as one) has lost one slash of
+    `falkordb://`: both forms name the server.
+
+    >>> is_server_store("falkordb://127.0.0.1:6379/docs"), is_server_store(Path("falkordb://h/d"))
+    (True, True)
+    >>> is_server_store(".store"), is_server_store("stores/falkordb")
+    (False, False)
+    """
+    return str(location).startswith("falkordb:/")
 
 
 def _why(err: Exception) -> str:
@@ -180,8 +203,31 @@ def doc_key(doc_id: str) -> str:
     return f"{safe}-{digest}"
 
 
+def checked_manifest(raw: Any, where: str, embedder: str | None) -> Manifest:
+    """A generation's manifest as read (JSON data), refused when it is of another schema
+    version, broken, or (given `embedder`) made by another embedder; `where` names the store."""
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"store {where} has schema version {version}, this kgqa reads "
+            f"{SCHEMA_VERSION}: run `kgqa ingest --store {where}` to rebuild it"
+        )
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as err:
+        raise StoreError(f"store {where} has a broken manifest: rebuild with kgqa ingest") from err
+    if embedder is not None and manifest.embedder != embedder:
+        raise StoreError(
+            f"store {where} was embedded with {manifest.embedder}, not {embedder}: run "
+            f"`kgqa ingest --store {where} --embedder {embedder}` to rebuild, "
+            "or use its embedder"
+        )
+    return manifest
+
+
 class Store:
-    """Read access to the live generation of a store directory."""
+    """Read access to the live generation of a store directory (`open` gives a `FalkorStore`,
+    a subclass reading the same things from a FalkorDB server, for a server location)."""
 
     def __init__(self, root: Path, generation_dir: Path, manifest: Manifest) -> None:
         self.root = root
@@ -192,11 +238,19 @@ class Store:
     @staticmethod
     def exists(root: Path) -> bool:
         """Whether `root` holds a live generation."""
+        if is_server_store(root):
+            from kg.falkor import FalkorStore
+
+            return FalkorStore.exists(root)
         return (root / "CURRENT").is_file()
 
     @classmethod
     def open(cls, root: Path, *, embedder: str | None = None) -> Store:
         """Open the live generation; refuse other schema versions (or another embedder)."""
+        if is_server_store(root):
+            from kg.falkor import FalkorStore
+
+            return FalkorStore.open(root, embedder=embedder)
         current = root / "CURRENT"
         if not current.is_file():
             raise StoreError(f"no store at {root}: run `kgqa ingest --store {root}` first")
@@ -207,24 +261,7 @@ class Store:
             raise StoreError(
                 f"store {root} is unreadable ({err}): run `kgqa ingest --store {root}` to rebuild"
             ) from err
-        if raw.get("schema_version") != SCHEMA_VERSION:
-            raise StoreError(
-                f"store {root} has schema version {raw.get('schema_version')}, this kgqa reads "
-                f"{SCHEMA_VERSION}: run `kgqa ingest --store {root}` to rebuild it"
-            )
-        try:
-            manifest = Manifest.model_validate(raw)
-        except ValidationError as err:
-            raise StoreError(
-                f"store {root} has a broken manifest: rebuild with kgqa ingest"
-            ) from err
-        if embedder is not None and manifest.embedder != embedder:
-            raise StoreError(
-                f"store {root} was embedded with {manifest.embedder}, not {embedder}: run "
-                f"`kgqa ingest --store {root} --embedder {embedder}` to rebuild, "
-                "or use its embedder"
-            )
-        return cls(root, gen_dir, manifest)
+        return cls(root, gen_dir, checked_manifest(raw, str(root), embedder))
 
     def graph(self) -> KnowledgeGraph:
         """The merged graph of every document."""
@@ -312,6 +349,16 @@ class Store:
 
 class StoreWriter:
     """Builds the next generation; `commit()` makes it live, anything else leaves it unseen."""
+
+    @classmethod
+    def open(cls, root: Path, manifest: Manifest, previous: Store | None) -> StoreWriter:
+        """The writer of the next generation at `root`: a directory's, or a FalkorDB server's
+        (`kg.falkor_write.FalkorWriter`) for a server location."""
+        if is_server_store(root):
+            from kg.falkor_write import FalkorWriter
+
+            return FalkorWriter(root, manifest, previous)
+        return cls(root, manifest, previous)
 
     def __init__(self, root: Path, manifest: Manifest, previous: Store | None) -> None:
         self.root = root

