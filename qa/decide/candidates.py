@@ -60,8 +60,10 @@ _NUMBERING = re.compile(
 )
 _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
 _LATIN = re.compile(r"[A-Za-z]")
-#: widest name a candidate may be (a Chinese character counts two): wider spans are phrases
-MAX_WIDTH = 28
+#: widest name a candidate may be (a Chinese character counts two): wider spans are phrases;
+#: Chinese reads as a phrase sooner ("分组参数切片的数据并行" is 22)
+MAX_WIDTH = 40
+MAX_CJK_WIDTH = 24
 #: widest term a `term: …` sentence defines ("FSDP+QLoRA: …", not "X 主要包含三种方法：…")
 _TERM_WIDTH = 20
 
@@ -237,7 +239,10 @@ def candidate_names(
             if re.search(r'["\\\x00-\x1f]', part):
                 continue  # quotes and escapes inside a name: a string literal, not a name
             key = normalize_name(part)
-            if not key or text_width(part) > MAX_WIDTH or not re.search(r"\w", part):
+            cjk = re.search(r"[\u4e00-\u9fff]", part) is not None
+            if not key or text_width(part) > (MAX_CJK_WIDTH if cjk else MAX_WIDTH):
+                continue
+            if not re.search(r"\w", part):
                 continue
             if part.endswith(("?", "？")):
                 continue  # a question ("Q2: 动态量化没加速？") is no name

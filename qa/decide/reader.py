@@ -12,7 +12,7 @@ other; nothing unverified reaches the user. An unusable answer raises `LLMBadRes
 
 from __future__ import annotations
 
-import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -41,6 +41,9 @@ class Verdict(BaseModel):
     pick: Candidate | None = None
     sentence: str = ""
     model: str = ""
+    prompt_tokens: int | None = Field(default=None, description="as the server counted them")
+    completion_tokens: int | None = None
+    seconds: float | None = Field(default=None, description="the request, start to end")
 
 
 class ReaderModel(Protocol):
@@ -79,23 +82,25 @@ class Reader:
     def read(self, reading: Reading) -> Verdict:
         """One constrained completion as a verdict (raises `LLMError` when unusable)."""
         mode, messages, schema = self._request(reading)
+        started = time.perf_counter()
         result = self.chat.chat(messages, schema=schema, max_tokens=self.max_tokens)
-        return self.verdict(reading, _as_object(mode, result.parse_json()))
+        verdict = self.verdict(reading, _as_object(mode, result.parse_json()))
+        return verdict.model_copy(
+            update={
+                "prompt_tokens": result.prompt_tokens,
+                "completion_tokens": result.completion_tokens,
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
 
     def stream(self, reading: Reading) -> Iterator[str | Verdict]:
-        """The sentence as it streams (a `full` reader), then the verdict."""
+        """The sentence as it streams (a `full` reader), then the verdict; a reader asked for
+        less than a sentence has nothing to stream: its verdict comes at once."""
         mode, messages, schema = self._request(reading)
-        pieces = self.chat.stream(messages, schema=schema, max_tokens=self.max_tokens)
         if mode != "full":
-            text = "".join(pieces)
-            try:
-                data = json.loads(text)
-            except ValueError as err:
-                raise LLMBadResponse(
-                    f"the reader answered text that is not JSON: {text[:120]!r}"
-                ) from err
-            yield self.verdict(reading, _as_object(mode, data))
+            yield self.read(reading)
             return
+        pieces = self.chat.stream(messages, schema=schema, max_tokens=self.max_tokens)
         for item in stream_answer_field(pieces):
             yield item if isinstance(item, str) else self.verdict(reading, item)
 
