@@ -320,19 +320,30 @@ def phrased(candidate: Candidate, known: Sequence[str]) -> bool:
 
 
 def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
-    """The (document, title) pairs that head two sections or more of their document.
+    """The (document, title) pairs that say what a section is rather than what it is about: a
+    title that heads two sections or more of its document ("Usage", "适用场景"), and the title
+    every unit of a document is under (the page's own title: its topic, not one of its things).
 
-    >>> def u(i, path):
-    ...     return EvidenceUnit(id=f"d#{i}", doc="d", start=i, end=i + 1,
+    >>> def u(i, path, doc="d"):
+    ...     return EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1,
     ...                         kind=UnitKind.SENTENCE, text="x", heading_path=path)
     >>> sorted(section_labels([u(0, ("A", "Usage")), u(1, ("A", "Usage")), u(2, ("B", "Usage"))]))
     [('d', 'Usage')]
+    >>> sorted(section_labels([u(0, ("Guide",)), u(1, ("Guide", "FSDP")), u(2, ("Guide", "TP"))]))
+    [('d', 'Guide')]
     """
-    paths = {(u.doc, u.heading_path) for u in units if u.heading_path}
+    paths: set[tuple[str, tuple[str, ...]]] = set()
+    tops: dict[str, set[str]] = {}
+    for unit in units:
+        tops.setdefault(unit.doc, set()).add(unit.heading_path[0] if unit.heading_path else "")
+        if unit.heading_path:
+            paths.add((unit.doc, unit.heading_path))
     counts: dict[tuple[str, str], int] = {}
     for doc, path in paths:
         counts[(doc, path[-1])] = counts.get((doc, path[-1]), 0) + 1
-    return frozenset(k for k, n in counts.items() if n > 1)
+    labels = {k for k, n in counts.items() if n > 1}
+    labels |= {(doc, next(iter(t))) for doc, t in tops.items() if len(t) == 1 and "" not in t}
+    return frozenset(labels)
 
 
 def names_unit(candidate: Candidate, unit: EvidenceUnit, quote: str) -> bool:

@@ -1,0 +1,127 @@
+"""The names a reader may pick, drawn from a docs page written for this test and ingested for
+real: section titles without their numbering, bold and code spans, bracketed aliases, a table's
+row labels, defined terms; never a word of the question, never a section label that heads many
+sections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from store_fixture import article_store
+
+from kg.documents import UnitKind
+from kg.schema import normalize_name
+from qa.api import Assistant
+from qa.decide import Candidate, Reading, candidate_names
+from qa.decide.candidates import section_labels
+from qa.decide.prompts import reader_messages
+
+PAGE = """# Quokka 压缩指南
+
+Quokka 是一个端侧推理引擎。
+
+## 📦 一、权重压缩（Weight Packing）
+
+### ✅ 适用场景
+
+- 只想缩小模型文件，不改变计算精度，也没有校准数据时，用 **权重压缩**。
+
+### 🧪 使用方法
+
+设置 `--packBits 8` 即可。
+
+## 🔍 二、校准压缩（推荐用于加速）
+
+### ✅ 适用场景
+
+- 有几百张校准图片、想要最快的整型推理时，用校准压缩（Calibrated Packing，CP）。
+
+### 🧪 使用方法
+
+| 方案 | 命令 | 需要数据 |
+|---|---|---|
+| 校准压缩 | `quokka-pack --calib images/` | 是 |
+| 权重压缩 | `quokka-pack --packBits 8` | 否 |
+
+Halo 模式: 体积最小但最慢的方案。
+"""
+
+QUESTION = "我们没有任何校准数据，只想把 Quokka 模型文件变小，不改变精度。用哪种压缩方式？"
+
+
+@pytest.fixture(scope="module")
+def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    store: Path = article_store(tmp_path_factory, {"quokka-compress.md": PAGE})
+    return Assistant.open(store, dense=False, llm="none")
+
+
+def _reading(assistant: Assistant, question: str) -> Reading:
+    parsed = assistant.understand(question)
+    draft, specific, ranked = assistant._drafted(parsed)
+    return assistant.reading(parsed, draft, specific, ranked)
+
+
+def _page_candidates(assistant: Assistant, question: str = "") -> list[Candidate]:
+    """The candidates every unit of the page gives (retrieval aside)."""
+    units = [u for u in assistant.units.units if u.kind != UnitKind.HEADING]
+    return candidate_names(
+        assistant.graph,
+        units,
+        assistant.documents,
+        question=question,
+        labels=section_labels(assistant.units.units),
+        limit=100,
+    )
+
+
+def test_the_candidates_are_the_names_the_page_gives(assistant: Assistant) -> None:
+    names = [c.name for c in _page_candidates(assistant)]
+    # section titles without numbering, emoji or a bracketed note; a bracketed alias in another
+    # script is a name too; bold terms and code spans, a row's label, a defined term, the Latin
+    # gloss of a Chinese term
+    for name in (
+        "权重压缩",
+        "Weight Packing",
+        "--packBits 8",
+        "校准压缩",
+        "Halo 模式",
+        "Calibrated Packing",
+        "CP",
+    ):
+        assert name in names, names
+    # a note in brackets is no name, nor the labels that head every section, nor the page's title
+    for label in ("推荐用于加速", "适用场景", "使用方法", "Quokka 压缩指南"):
+        assert label not in names, names
+
+
+def test_the_readers_candidates_leave_out_the_askers_words(assistant: Assistant) -> None:
+    reading = _reading(assistant, QUESTION)
+    names = [c.name for c in reading.candidates]
+    assert "权重压缩" in names, names
+    # the question's own words and the thing it names are the asker's situation, not answers
+    folded = normalize_name(QUESTION)
+    assert all(normalize_name(n) not in folded for n in names)
+    assert "Quokka" not in names and "quokka" not in [normalize_name(n) for n in names]
+    # each candidate comes with the evidence lines that name it, and some line names each
+    assert all(c.evidence for c in reading.candidates)
+    for candidate in reading.candidates:
+        for number in candidate.evidence:
+            unit = reading.evidence[number - 1]
+            said = normalize_name(
+                assistant.documents[unit.doc][unit.start : unit.end] + " ".join(unit.heading_path)
+            )
+            assert normalize_name(candidate.name) in said or candidate.entity in {
+                unit.subject,
+                *unit.mentions,
+            }
+
+
+def test_the_prompt_lists_numbered_evidence_then_candidates_then_the_question(
+    assistant: Assistant,
+) -> None:
+    reading = _reading(assistant, QUESTION)
+    lines = reader_messages(reading, "pick")[1]["content"].splitlines()
+    assert lines[0] == "证据："
+    assert lines[1].startswith("[1] (quokka-compress · ")
+    assert lines[-2].startswith("候选：") and lines[-1] == f"问题：{reading.question}"
