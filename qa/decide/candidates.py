@@ -4,17 +4,22 @@ A candidate is a name the retrieved evidence itself gives a thing, found from th
 structure, never from the question's wording:
 
 - **entities**: the graph entities the evidence units are about or name (what linking found),
-  and those the question names, except the kinds that describe a situation rather than a thing
-  one uses (scenarios, personas, criteria) and organisations, licences and languages;
-- **section titles** of the units, without their numbering, emoji and markup;
+  except the kinds that describe a situation rather than a thing one uses (scenarios, personas,
+  criteria) and organisations, licences and languages;
+- **section titles** of the units, without their numbering, emoji and markup, and never a label
+  (a title that heads many sections, "Usage", or the page's own title): the innermost other one;
 - **emphasis**: bold and code spans of the units' verbatim text (`**分组参数切片的数据并行**`,
   `` `tensor_parallel_size` ``);
-- **row labels and lead terms**: a table row's first cell, a list item's lead ("Hardware: …");
+- **row labels, lead terms and defined terms**: a table row's first cell, a list item's lead
+  ("Hardware: …"), the term of a `term: …` sentence ("FSDP+QLoRA: …");
 - a name with its alias in brackets ("权值量化（Weight Quantization）", "在线量化 (QAT)") gives
-  both names.
+  both names, and so does a Chinese term glossed in Latin ("参数服务器（Parameter Server，PS）").
 
-Candidates come in the order the evidence shows them (the best unit first), one per normalised
-name; a graph entity wins over a bare span of the same name.
+The question's options (the alternatives it names) come first. A name the question uses, or a
+thing it names under any surface, is the asker's situation and no candidate; a known name in a
+phrase ("CPU 部署") gives way to the known name. Candidates come in the order the evidence shows
+them (the best unit first), one per normalised name; a graph entity wins over a bare span of the
+same name. Each carries the numbers of the evidence lines that name it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ from qa.shapes import text_width
 __all__ = [
     "Candidate",
     "candidate_names",
+    "defined_terms",
+    "glossed_names",
+    "names_unit",
+    "number_evidence",
+    "phrased",
     "section_labels",
     "section_name",
     "split_alias",
@@ -62,7 +72,7 @@ _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[�
 _LATIN = re.compile(r"[A-Za-z]")
 #: widest name a candidate may be (a Chinese character counts two): wider spans are phrases;
 #: Chinese reads as a phrase sooner ("分组参数切片的数据并行" is 22)
-MAX_WIDTH = 40
+MAX_WIDTH = 32
 MAX_CJK_WIDTH = 24
 #: widest term a `term: …` sentence defines ("FSDP+QLoRA: …", not "X 主要包含三种方法：…")
 _TERM_WIDTH = 20
