@@ -156,6 +156,13 @@ def _names(point: DraftPoint, candidate: Candidate) -> bool:
     return normalize_name(candidate.name) in folded
 
 
+def _same(candidate: Candidate, recommendation: DraftRecommendation) -> bool:
+    """Whether a candidate is the thing a recommendation names (its entity, or its name)."""
+    return candidate.key == recommendation.id or normalize_name(candidate.name) == normalize_name(
+        recommendation.name
+    )
+
+
 def draft_from_verdict(
     reading: Reading,
     verdict: Verdict,
@@ -163,28 +170,50 @@ def draft_from_verdict(
     base: AnswerDraft,
     *,
     max_reasons: int = 3,
-    max_facts: int = 4,
+    max_facts: int = 6,
 ) -> AnswerDraft:
     """The answer draft a verdict makes over `base` (the graph's draft of the same question:
-    its conflicts, caveats, snippets and notes stay): the pick with the cited evidence that
-    speaks of it (else the best evidence that does), then the cited evidence, then the rest
-    of the reading's evidence as facts, the sentence as prose."""
+    its conflicts, caveats, snippets and notes stay). The pick comes with the graph's reasons
+    when the graph picked it too, else with the evidence that speaks of it (what the reader cited
+    first); the graph's other picks follow as alternatives. The facts are the evidence the reader
+    cited, the graph's facts, then the rest of what the reader read, each span once. The
+    sentence is the prose."""
     cited = [reading.evidence[n - 1] for n in verdict.evidence]
     rest = [u for u in reading.evidence if u not in cited]
     recommendations: list[DraftRecommendation] = []
-    used: set[str] = set()
+    notes = list(base.notes)
     if verdict.pick is not None:
         pick = verdict.pick
-        points = [point(u, pick.entity) for u in [*cited, *rest]]
-        backing = [p for p in points if _names(p, pick)][:max_reasons]
-        if backing:
-            recommendations.append(DraftRecommendation(id=pick.key, name=pick.name, points=backing))
-            used = {f"{p.doc}#{p.start}" for p in backing}
-    facts = [point(u, None) for u in [*cited, *rest] if f"{u.doc}#{u.start}" not in used]
-    limit = max_facts - min(len(recommendations), 1) * 2
-    notes = list(base.notes)
-    if verdict.pick is not None and not recommendations:
-        notes.append(f"the reader picked {verdict.pick.name}, which no evidence shown names")
+        drafted = next((r for r in base.recommendations if _same(pick, r)), None)
+        if drafted is not None and drafted.points:
+            recommendations.append(drafted)
+        else:
+            points = [point(u, pick.entity) for u in [*cited, *rest]]
+            backing = [p for p in points if _names(p, pick)][:max_reasons]
+            if backing:
+                recommendations.append(
+                    DraftRecommendation(id=pick.key, name=pick.name, points=backing)
+                )
+            else:
+                notes.append(f"the reader picked {pick.name}, which no evidence shown names")
+        if recommendations:
+            # the graph's own picks, after the reader's, each with its best reason
+            recommendations += [r for r in base.recommendations if not _same(pick, r)][:2]
+    shown = {(p.doc, p.start) for r in recommendations for p in r.points}
+    facts: list[DraftPoint] = []
+    for fact in [
+        *(point(u, None) for u in cited),
+        *base.facts,
+        *(point(u, None) for u in rest),
+    ]:
+        inside = any(
+            q.doc == fact.doc and q.start <= fact.start and fact.end <= q.end
+            for q in [*facts, *(p for r in recommendations for p in r.points)]
+        )
+        if (fact.doc, fact.start) not in shown and not inside:
+            shown.add((fact.doc, fact.start))
+            facts.append(fact)
+    limit = max_facts - (2 if recommendations else 0)
     return base.model_copy(
         update={
             "recommendations": recommendations,

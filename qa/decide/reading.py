@@ -19,7 +19,7 @@ from qa.decide.candidates import Candidate, candidate_names, number_evidence
 from qa.schema import AnswerDraft, Language
 from qa.units import RankedUnit
 
-__all__ = ["Reading", "select_evidence"]
+__all__ = ["Reading", "rank_candidates", "select_evidence"]
 
 
 def select_evidence(
@@ -75,6 +75,22 @@ def select_evidence(
     return sorted(chosen, key=lambda u: rank.get(u.id, len(rank)))
 
 
+def rank_candidates(candidates: Sequence[Candidate], first: Container[str]) -> list[Candidate]:
+    """The candidates in the order the reader sees them: those whose normalised name is in
+    `first` (the question's options, the graph's picks) as they come, then the others by how
+    many evidence lines name them, the first named first.
+
+    >>> cs = [Candidate(name="A", evidence=[1]), Candidate(name="B", evidence=[2]),
+    ...       Candidate(name="C", evidence=[3, 5]), Candidate(name="D", evidence=[1, 4])]
+    >>> [c.name for c in rank_candidates(cs, {"a"})]
+    ['A', 'D', 'C', 'B']
+    """
+    head = [c for c in candidates if normalize_name(c.name) in first]
+    tail = [c for c in candidates if normalize_name(c.name) not in first]
+    tail.sort(key=lambda c: (-len(c.evidence), c.evidence[0] if c.evidence else 0))
+    return head + tail
+
+
 class Reading(BaseModel):
     """One question as the reader sees it (the prompt is made from this and nothing else)."""
 
@@ -100,7 +116,7 @@ class Reading(BaseModel):
         labels: Container[tuple[str, str]] = (),
         first_docs: Sequence[str] = (),
         limit: int = 8,
-        max_candidates: int = 14,
+        max_candidates: int = 10,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
         question names, `named` the entities it links to; `first_docs` the documents whose best
@@ -113,7 +129,7 @@ class Reading(BaseModel):
                 Candidate(name=r.name, entity=r.id if r.id in graph else None)
                 for r in (draft.recommendations if draft is not None else [])
             ]
-            candidates = candidate_names(
+            found = candidate_names(
                 graph,
                 evidence,
                 documents,
@@ -122,11 +138,13 @@ class Reading(BaseModel):
                 named=set(named),
                 prior=prior,
                 labels=labels,
-                limit=max_candidates,
+                limit=100,
             )
             # a name no evidence line states is one the reader could not read (a prior's pick
             # from elsewhere): left out
-            candidates = [c for c in number_evidence(candidates, evidence, documents) if c.evidence]
+            numbered = [c for c in number_evidence(found, evidence, documents) if c.evidence]
+            first = {normalize_name(n) for n in [*options, *(c.name for c in prior)]}
+            candidates = rank_candidates(numbered, first)[:max_candidates]
         return cls(
             question=question,
             language=language,
