@@ -174,9 +174,13 @@ class ChatModel:
         return [str(m.get("id")) for m in self._models()]
 
     def health(self) -> bool:
-        """True if the server answers GET /v1/models now (no retries, connect timeout only)."""
+        """True if the server answers GET /v1/models now (no retries, connect timeout only), or
+        takes the connection but is busy: llama-cpp-python's server answers nothing, not even
+        /v1/models, while it works on another request (its chats then wait their turn)."""
         try:
             response = self._http.get("/models", timeout=self.settings.connect_timeout_s)
+        except httpx.ReadTimeout:
+            return True  # connected and working on someone else's request
         except httpx.HTTPError:
             return False
         return response.status_code == 200
