@@ -101,6 +101,9 @@ def test_a_server_that_crashes_mid_run_fails_the_run_at_the_top(
     resumed = (tmp_path / "out.jsonl").read_text("utf-8")
     assert resumed.startswith(kept)
     assert sorted(_ids(tmp_path / "out.jsonl")) == [f"q{i}" for i in range(6)]
+    # with a reader, the graph alone answers the same questions too, side by side
+    assert sorted(_ids(tmp_path / "out.graph.jsonl")) == [f"q{i}" for i in range(6)]
+    assert "graph acc" in again.stdout
 
 
 def test_a_broken_engine_stops_the_run_before_it_answers(
