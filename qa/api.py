@@ -79,20 +79,6 @@ _GENERIC_LINKS = frozenset(
         NodeType.ORGANIZATION,
     }
 )
-#: kinds of things a question weighs when it names two of one (not two criteria or platforms)
-_CHOOSABLE_KINDS = frozenset(
-    {
-        NodeType.FRAMEWORK,
-        NodeType.LIBRARY,
-        NodeType.INFERENCE_ENGINE,
-        NodeType.TOOL,
-        NodeType.HARDWARE,
-        NodeType.PARALLEL_STRATEGY,
-        NodeType.TECHNIQUE,
-        NodeType.FORMAT,
-        NodeType.MODEL,
-    }
-)
 _SNIPPET_WORDS = (
     "代码",
     "示例",
@@ -311,27 +297,13 @@ class Assistant:
             ranked=ranked,
             graph=self.graph,
             documents=self.documents,
-            options=[o.text for o in frame.options] + self._kin(question.entity_ids),
+            options=[o.text for o in frame.options],
+            kinds=frame.types,
             named=question.entity_ids,
             draft=draft,
             labels=self.section_labels,
             first_docs=[doc for e in specific for doc in self.evidence.documents_about(e)],
         )
-
-    def _kin(self, linked: list[str]) -> list[str]:
-        """The names of the things a question names two or more of one kind of ("张量并行还是流水线
-        并行", "Ulysses 和 Ring Attention"): the alternatives it weighs, whatever its wording."""
-        kinds: dict[str, list[str]] = {}
-        for eid in linked:
-            if eid in self.graph:
-                kinds.setdefault(self.graph.entity(eid).type, []).append(eid)
-        return [
-            self.graph.entity(e).name
-            for eids in kinds.values()
-            if len(eids) > 1
-            for e in eids
-            if self.graph.entity(e).type in _CHOOSABLE_KINDS
-        ]
 
     def _steers(self, entity: str) -> bool:
         """Whether a linked entity should steer retrieval: a thing one uses, or a piece of

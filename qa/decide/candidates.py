@@ -25,7 +25,7 @@ same name. Each carries the numbers of the evidence lines that name it.
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Collection, Container, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +42,7 @@ __all__ = [
     "candidate_names",
     "defined_terms",
     "glossed_names",
+    "kinds_like",
     "names_unit",
     "number_evidence",
     "phrased",
@@ -139,6 +140,27 @@ def title_name(title: str) -> str:
     return text.rstrip("：:").strip()
 
 
+#: kinds one question may ask for under one word ("engine", "库", "工具" are used loosely)
+_KIND_GROUPS = (
+    frozenset({NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL}),
+    frozenset({NodeType.TECHNIQUE, NodeType.PARALLEL_STRATEGY, NodeType.FORMAT}),
+    frozenset({NodeType.HARDWARE, NodeType.PLATFORM}),
+    frozenset({NodeType.MODEL}),
+)
+
+
+def kinds_like(kinds: Collection[NodeType]) -> frozenset[NodeType]:
+    """The kinds of entity that answer a question asking for `kinds` (empty: any kind): each
+    asked kind with those one word may mean.
+
+    >>> sorted(k.value for k in kinds_like({NodeType.INFERENCE_ENGINE}))
+    ['Framework', 'InferenceEngine', 'Library', 'Tool']
+    >>> kinds_like(())
+    frozenset()
+    """
+    return frozenset(k for group in _KIND_GROUPS if group & set(kinds) for k in group)
+
+
 def section_name(unit: EvidenceUnit, labels: Container[tuple[str, str]] = ()) -> str:
     """The title of the section a unit is in, as a name: the innermost title that is not a
     label (`labels`: the (document, title) pairs that head several sections of one document,
@@ -214,6 +236,7 @@ def candidate_names(
     *,
     question: str = "",
     options: Sequence[str] = (),
+    kinds: Collection[NodeType] = (),
     named: Container[str] = (),
     prior: Sequence[Candidate] = (),
     labels: Container[tuple[str, str]] = (),
@@ -225,7 +248,8 @@ def candidate_names(
     normalised name; section titles that are `labels` give way to their parent's (`section_name`).
     A name the question itself uses, or a thing it names (`named`: the entities the question
     links to, under any surface), other than its options, is the asker's situation ("用飞桨的
-    工具…"), not an answer: it is left out.
+    工具…"), not an answer: it is left out. Where the question asks for `kinds` of thing, an
+    entity of another kind is left out ("which engine?": not the GPU it runs on).
 
     >>> from kg.schema import Entity
     >>> g = KnowledgeGraph()
@@ -277,9 +301,14 @@ def candidate_names(
         thing = graph.entity(node)
         return any(asked_in(normalize_name(n)) for n in [thing.name, *thing.aliases])
 
+    wanted = kinds_like(kinds)
+
     def add_entity(eid: str | None) -> None:
-        if eid and eid in graph and graph.entity(eid).type not in _NOT_PICKED:
-            add(graph.entity(eid).name, eid)
+        if not eid or eid not in graph or graph.entity(eid).type in _NOT_PICKED:
+            return
+        if wanted and graph.entity(eid).type not in wanted:
+            return  # "which inference engine?": not the GPU it runs on
+        add(graph.entity(eid).name, eid)
 
     option_keys = {normalize_name(o) for o in options}
     option_ids = {n for n in (graph.find(o) for o in options) if n is not None}

@@ -8,13 +8,13 @@ give (`qa.decide.candidates`), with the graph's own picks first when it made any
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Container, Sequence
 
 from pydantic import BaseModel, Field
 
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
-from kg.schema import normalize_name
+from kg.schema import NodeType, normalize_name
 from qa.decide.candidates import Candidate, candidate_names, number_evidence
 from qa.schema import AnswerDraft, Language
 from qa.units import RankedUnit
@@ -111,6 +111,7 @@ class Reading(BaseModel):
         graph: KnowledgeGraph,
         documents: dict[str, str],
         options: Sequence[str] = (),
+        kinds: Collection[NodeType] = (),
         named: Sequence[str] = (),
         draft: AnswerDraft | None = None,
         labels: Container[tuple[str, str]] = (),
@@ -119,9 +120,9 @@ class Reading(BaseModel):
         max_candidates: int = 10,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names, `named` the entities it links to; `first_docs` the documents whose best
-        unit it must read (those of the things it names); the graph's draft (when given) lends
-        its picks as candidates."""
+        question names, `kinds` the kinds of thing it asks for, `named` the entities it links
+        to; `first_docs` the documents whose best unit it must read (those of the things it
+        names); the graph's draft (when given) lends its picks as candidates."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
         candidates: list[Candidate] = []
         if choose:
@@ -135,6 +136,7 @@ class Reading(BaseModel):
                 documents,
                 question=question,
                 options=options,
+                kinds=kinds,
                 named=set(named),
                 prior=prior,
                 labels=labels,
