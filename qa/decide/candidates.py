@@ -282,6 +282,8 @@ def candidate_names(
                 continue  # a question ("Q2: 动态量化没加速？") is no name
             if key not in option_keys and asked(part, entity):
                 continue
+            if key not in option_keys and not of_kind(part, entity):
+                continue
             known = found.get(key)
             if known is None:
                 found[key] = Candidate(name=part, entity=entity)
@@ -303,12 +305,22 @@ def candidate_names(
 
     wanted = kinds_like(kinds)
 
+    def of_kind(name: str, entity: str | None) -> bool:
+        """Whether a name can answer a question asking for `kinds`: a thing of such a kind ("which
+        inference engine?": not the GPU it runs on, even as a section title), or a name the
+        graph does not know where the question may ask for a method or a model, which docs
+        pages name in their titles and emphasis (a question for a tool gets the tools the graph
+        knows)."""
+        if not wanted:
+            return True
+        node = entity or graph.find(name)
+        if node is not None and node in graph:
+            return graph.entity(node).type in wanted
+        return not wanted <= _KIND_GROUPS[0]
+
     def add_entity(eid: str | None) -> None:
-        if not eid or eid not in graph or graph.entity(eid).type in _NOT_PICKED:
-            return
-        if wanted and graph.entity(eid).type not in wanted:
-            return  # "which inference engine?": not the GPU it runs on
-        add(graph.entity(eid).name, eid)
+        if eid and eid in graph and graph.entity(eid).type not in _NOT_PICKED:
+            add(graph.entity(eid).name, eid)
 
     option_keys = {normalize_name(o) for o in options}
     option_ids = {n for n in (graph.find(o) for o in options) if n is not None}
