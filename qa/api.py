@@ -45,7 +45,7 @@ from qa.decide.candidates import section_labels
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
 from qa.evidence import EvidenceComposer
-from qa.frame import QuestionFrame, strip_injection
+from qa.frame import QuestionFrame, asked_types, strip_injection
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
 from qa.schema import (
@@ -298,7 +298,9 @@ class Assistant:
             graph=self.graph,
             documents=self.documents,
             options=[o.text for o in frame.options],
-            kinds=frame.types,
+            # the kinds of thing the asking sentence names ("which engine"), not the words of
+            # the asker's situation around it
+            kinds=asked_types(frame.text[slice(*frame.asking_sentence)]),
             named=question.entity_ids,
             draft=draft,
             labels=self.section_labels,

@@ -19,7 +19,6 @@ through the process environment.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -170,13 +169,17 @@ def build_app(
         for chooser in (suggestions, listed):
             chooser.input(pick, [chooser], [search, *found], api_visibility="private")
         gradio_api(_ask_endpoint(assistant), api_name="ask")
-    _without_queue_analytics()
     demo.queue(default_concurrency_limit=concurrency)
     return demo
 
 
-#: Read by Gradio when a queue is made (`Blocks.queue`); an operator's own values win.
-_QUEUE_ANALYTICS = {
+#: Read by Gradio from the environment when a queue is made (`Blocks.queue`), set by the entry
+#: point (`kgqa ui`) where the operator has not: Gradio's queue sums up its finished events with
+#: pandas after every event, over up to 10,000 kept events, for a monitoring page this app does not
+#: serve (`enable_monitoring=False`): a DataFrame per answer that grows with the events served (5%
+#: of the server's time after 600 answers in `benchmarks/bench_ui_concurrency.py`). Keep one
+#: event, and never sum it up.
+QUEUE_ANALYTICS = {
     "GRADIO_ANALYTICS_MAX_EVENTS": "1",
     "GRADIO_ANALYTICS_CACHE_FREQUENCY": "1000000000",
 }
@@ -188,15 +191,6 @@ def _absent_fail_fast(module: str) -> None:
     import searched every path again, 2 of them per answer, ~5% of the server's time."""
     if module not in sys.modules and importlib.util.find_spec(module) is None:
         sys.modules[module] = None  # type: ignore[assignment]  # what `import` reads as absent
-
-
-def _without_queue_analytics() -> None:
-    """Gradio's queue sums up its finished events with pandas after every event, over up to
-    10,000 kept events, for a monitoring page this app does not serve (`enable_monitoring=False`):
-    a DataFrame per answer that grows with the events served (5% of the server's time after 600
-    answers in `benchmarks/bench_ui_concurrency.py`). Keep one event, and never sum it up."""
-    for name, value in _QUEUE_ANALYTICS.items():
-        os.environ.setdefault(name, value)
 
 
 def launch_app(

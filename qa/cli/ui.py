@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
     """Open the store and serve the app until interrupted."""
     from qa.api import Assistant
     from qa.cli import offline_vllm_environment
-    from ui.app import launch_app
+    from ui.app import QUEUE_ANALYTICS, launch_app
 
     configured = settings.ui_auth.get_secret_value() if settings.ui_auth else None
     auth = parse_auth(args.auth or configured)
@@ -52,6 +53,8 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
         flush=True,
     )
     print(f"kgqa ui: http://{args.host}:{args.port}/ (Ctrl-C stops)", flush=True)
+    for name, value in QUEUE_ANALYTICS.items():  # before Gradio makes the queue
+        os.environ.setdefault(name, value)
     launch_app(assistant, host=args.host, port=args.port, auth=auth, examples=examples)
     return 0
 

@@ -15,7 +15,9 @@ structure, never from the question's wording:
 - a name with its alias in brackets ("权值量化（Weight Quantization）", "在线量化 (QAT)") gives
   both names, and so does a Chinese term glossed in Latin ("参数服务器（Parameter Server，PS）").
 
-The question's options (the alternatives it names) come first. A name the question uses, or a
+A README's titles, leads and emphasis name its features ("极速推理", "Quick start"): from a README
+only the entities linking found are candidates. The question's options (the alternatives it
+names) come first. A name the question uses, or a
 thing it names under any surface, is the asker's situation and no candidate; a known name in a
 phrase ("CPU 部署") gives way to the known name. Candidates come in the order the evidence shows
 them (the best unit first), one per normalised name; a graph entity wins over a bare span of the
@@ -29,6 +31,7 @@ from collections.abc import Collection, Container, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
+from ingest.discover import is_readme
 from ingest.markup import emphasized, strip_markup
 from ingest.structure.inline import split_definition
 from ingest.text import split_sentences
@@ -87,6 +90,7 @@ class Candidate(BaseModel):
     evidence: list[int] = Field(
         default_factory=list, description="the numbers of the evidence lines that name it"
     )
+    proposed: bool = Field(default=False, description="the graph's own answer picked it too")
 
     @property
     def key(self) -> str:
@@ -308,15 +312,11 @@ def candidate_names(
     def of_kind(name: str, entity: str | None) -> bool:
         """Whether a name can answer a question asking for `kinds`: a thing of such a kind ("which
         inference engine?": not the GPU it runs on, even as a section title), or a name the
-        graph does not know where the question may ask for a method or a model, which docs
-        pages name in their titles and emphasis (a question for a tool gets the tools the graph
-        knows)."""
+        graph does not know."""
         if not wanted:
             return True
         node = entity or graph.find(name)
-        if node is not None and node in graph:
-            return graph.entity(node).type in wanted
-        return not wanted <= _KIND_GROUPS[0]
+        return node is None or node not in graph or graph.entity(node).type in wanted
 
     def add_entity(eid: str | None) -> None:
         if eid and eid in graph and graph.entity(eid).type not in _NOT_PICKED:
@@ -336,6 +336,9 @@ def candidate_names(
     for unit in units:
         for eid in [unit.subject, *unit.mentions]:
             add_entity(eid)
+        if is_readme(unit.doc):
+            continue  # a README's titles, leads and emphasis name its features; its things are
+            # the entities linking found
         quote = documents.get(unit.doc, "")[unit.start : unit.end]
         for name in _names_of_unit(unit, quote, labels):
             add(name)

@@ -29,6 +29,8 @@ __all__ = [
 
 #: the pick that says no candidate is the answer
 NONE = "none"
+#: marks a candidate the graph's own answer picked (the prompt says what it means)
+PROPOSED = "★"
 
 _SYSTEM = {
     "full": {
@@ -76,8 +78,18 @@ _SYSTEM = {
     },
 }
 _LABELS = {
-    "en": {"evidence": "Evidence:", "candidates": "Candidates: ", "question": "Question: "},
-    "zh": {"evidence": "证据：", "candidates": "候选：", "question": "问题："},
+    "en": {
+        "evidence": "Evidence:",
+        "candidates": "Candidates: ",
+        "proposed": "Candidates (★: the knowledge graph's pick): ",
+        "question": "Question: ",
+    },
+    "zh": {
+        "evidence": "证据：",
+        "candidates": "候选：",
+        "proposed": "候选（★ 为知识图谱的推荐）：",
+        "question": "问题：",
+    },
 }
 #: widest text of one evidence line (a Chinese character counts two; a 0.5B model reads ~130
 #: tokens/s on two cores, and a Chinese character is about a token)
@@ -128,12 +140,13 @@ def candidate_label(candidate: Candidate) -> str:
 
     >>> candidate_label(Candidate(name="QAT", evidence=[1, 3]))
     'QAT [1,3]'
-    >>> candidate_label(Candidate(name="X"))
-    'X'
+    >>> candidate_label(Candidate(name="X", proposed=True))
+    'X★'
     """
+    mark = PROPOSED if candidate.proposed else ""
     if not candidate.evidence:
-        return candidate.name
-    return f"{candidate.name} [{','.join(map(str, candidate.evidence))}]"
+        return candidate.name + mark
+    return f"{candidate.name}{mark} [{','.join(map(str, candidate.evidence))}]"
 
 
 #: what a reader may be asked for: its pick alone, its evidence numbers then its pick, or those
@@ -161,7 +174,8 @@ def reader_messages(reading: Reading, mode: str = "full") -> list[dict[str, str]
     lines += [evidence_line(i, u) for i, u in enumerate(reading.evidence, start=1)]
     if reading.choose and reading.candidates:
         sep = "、" if lang == "zh" else "; "
-        lines.append(labels["candidates"] + sep.join(map(candidate_label, reading.candidates)))
+        head = labels["proposed" if any(c.proposed for c in reading.candidates) else "candidates"]
+        lines.append(head + sep.join(map(candidate_label, reading.candidates)))
     lines.append(labels["question"] + reading.question)
     return [
         {"role": "system", "content": _SYSTEM[mode][lang]},

@@ -146,7 +146,11 @@ class Reading(BaseModel):
             # from elsewhere): left out
             numbered = [c for c in number_evidence(found, evidence, documents) if c.evidence]
             first = {normalize_name(n) for n in [*options, *(c.name for c in prior)]}
-            candidates = rank_candidates(numbered, first)[:max_candidates]
+            proposed = {normalize_name(c.name) for c in prior}
+            candidates = [
+                c.model_copy(update={"proposed": normalize_name(c.name) in proposed})
+                for c in rank_candidates(numbered, first)[:max_candidates]
+            ]
         return cls(
             question=question,
             language=language,
