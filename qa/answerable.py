@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from kg import cues
 from kg.schema import NodeType, normalize_name
 from qa.frame import QuestionFrame, named_things
 from qa.schema import (
@@ -18,12 +19,10 @@ from qa.units import RankedUnit
 
 __all__ = ["Answerability"]
 
-_MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|\d\s?(?:USD|EUR|美元|元)\b|per hour|/hr\b|每小时", re.I)
+_MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|" + cues.alternatives("value.money"), re.I)
 
 
-_RATE_TEXT = re.compile(
-    r"\d\s*(?:tokens?/s|tok/s|t/s|tokens? per second|it/s)|tokens? per second|每秒", re.I
-)
+_RATE_TEXT = cues.pattern("value.rate")
 
 
 _VAGUE_PREFIXES = frozenset(

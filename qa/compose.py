@@ -15,6 +15,7 @@ from collections import defaultdict
 
 from ingest.patterns import DEFAULT_CUE
 from ingest.text import Tokenizer
+from kg import cues
 from kg.graph import KnowledgeGraph
 from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
 from qa.retrieve import path_from_relations
@@ -62,24 +63,17 @@ _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
 #: Linked nodes that many things relate to: a link to one does not make a question about them.
 _GENERIC = frozenset({NodeType.HARDWARE, NodeType.CONCEPT})
 #: A yes/no question: "Is X still recommended…?", "Should I still use X?", "X 还推荐吗？", "是否…".
-_YES_NO = re.compile(
-    r"^\s*(?:is|are|was|were|does|do|did|should|can|could|would|will|has|have)\b|"
-    r"吗\s*[？?]?\s*$|是否|是不是",
-    re.I,
-)
+_YES_NO = cues.pattern("question.yes_no_should")
 #: Kinds that ask about something rather than for something.
 _ABOUT_KINDS = frozenset({QuestionKind.FACT, QuestionKind.HOW_TO})
 
 
 _ANSWER_TYPES: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
-    (re.compile(r"库|\blibrar(?:y|ies)\b", re.I), frozenset({NodeType.LIBRARY})),
-    (re.compile(r"框架|\bframeworks?\b", re.I), frozenset({NodeType.FRAMEWORK})),
-    (
-        re.compile(r"推理引擎|推理框架|推理方案|引擎|\b(?:inference )?engines?\b", re.I),
-        frozenset({NodeType.INFERENCE_ENGINE}),
-    ),
-    (re.compile(r"并行|\bparallel", re.I), frozenset({NodeType.PARALLEL_STRATEGY})),
-    (re.compile(r"工具|\btools?\b", re.I), frozenset({NodeType.TOOL, NodeType.LIBRARY})),
+    (cues.pattern("question.type.library"), frozenset({NodeType.LIBRARY})),
+    (cues.pattern("question.type.framework"), frozenset({NodeType.FRAMEWORK})),
+    (cues.pattern("question.answer_type.engine"), frozenset({NodeType.INFERENCE_ENGINE})),
+    (cues.pattern("question.type.parallel"), frozenset({NodeType.PARALLEL_STRATEGY})),
+    (cues.pattern("question.answer_type.tool"), frozenset({NodeType.TOOL, NodeType.LIBRARY})),
 ]
 
 

@@ -20,6 +20,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
 from qa.answerable import Answerability
@@ -57,7 +58,11 @@ _WEIGHED = 4
 
 
 #: an amount a sentence states: "2×", "170%", "18.9 GiB", "3 倍"
-_AMOUNT = re.compile(r"\d+(?:\.\d+)?\s*(?:×|x\b|倍|%|GiB|GB|MB|tokens/s)", re.I)
+_AMOUNT = re.compile(
+    rf"\d+(?:\.\d+)?\s*(?:×|%|GiB|GB|MB|tokens/s|{cues.alternatives('value.times')})", re.I
+)
+#: "the “…” section": a title the question calls a section
+_SECTION_NAMED = re.compile(rf"(\S.{{2,40}}?)\s*{cues.alternatives('question.section_word')}", re.I)
 
 
 class EvidenceComposer(CandidateScorer, Answerability):
@@ -239,9 +244,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
         none."""
         # a title is named when quoted ("“三条提醒”一节") or called a section ("the FAQ section")
         named = re.findall(r"[“\"「『‘'](.{2,60}?)[”\"」』’']", frame.text)
-        named += re.findall(
-            r"(\S.{2,40}?)\s*(?:一节|这一节|章节|部分|\bsection\b|\bchapter\b)", frame.text, re.I
-        )
+        named += _SECTION_NAMED.findall(frame.text)
         folded = " | ".join(n.strip().casefold() for n in named)
         if not folded:
             return []

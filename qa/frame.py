@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kg import cues
 from kg.schema import NodeType
 
 __all__ = [
     "MEMORY_WORDS",
-    "PICK_VERBS",
     "SPEED_WORDS",
     "Option",
     "QuestionFrame",
@@ -27,111 +27,48 @@ __all__ = [
     "strip_injection",
 ]
 
-_INJECTION = re.compile(
-    r"ignore (?:all |the )?(?:previous|above|prior|earlier)|disregard|system (?:prompt|override)|"
-    r"you are now|always answer|no matter what|忽略(?:之前|以上|前面)|无视|你现在是|越狱|jailbreak|"
-    r"直接回答",
-    re.I,
-)
-_QUESTION_MARKER = re.compile(r"(?:user )?question\s*[:：]|问题\s*[:：]", re.I)
+_INJECTION = cues.pattern("question.injection")
+_QUESTION_MARKER = cues.pattern("question.marker")
 _SENTENCE = re.compile(r"(?:[^.!?。！？\n]|[.!?](?!\s|$))+(?:[.!?](?=\s|$)|[。！？])?")
 _CLAUSE = re.compile(r"[^.!?。！？，,；;\n]+[.!?。！？，,；;]?")
 
 _TYPE_WORDS: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
-    (re.compile(r"\blibrar(?:y|ies)\b|库", re.I), frozenset({NodeType.LIBRARY})),
-    (re.compile(r"\bframeworks?\b|框架", re.I), frozenset({NodeType.FRAMEWORK})),
+    (cues.pattern("question.type.library"), frozenset({NodeType.LIBRARY})),
+    (cues.pattern("question.type.framework"), frozenset({NodeType.FRAMEWORK})),
+    (cues.pattern("question.type.engine"), frozenset({NodeType.INFERENCE_ENGINE})),
     (
-        re.compile(
-            r"\b(?:inference )?engines?\b|\bruntimes?\b|推理引擎|引擎|execution provider", re.I
-        ),
-        frozenset({NodeType.INFERENCE_ENGINE}),
-    ),
-    (
-        re.compile(r"\bserv(?:er|ing)\b|服务|部署", re.I),
+        cues.pattern("question.type.serving"),
         frozenset({NodeType.INFERENCE_ENGINE, NodeType.TOOL}),
     ),
     (
-        re.compile(
-            r"\btool(?:s|kit|kits)?\b|\bapps?\b|\bprojects?\b|\bsdks?\b|\bpackages?\b|"
-            r"\bsolutions?\b|\bsoftware\b|工具|项目|软件|方案|套件",
-            re.I,
-        ),
+        cues.pattern("question.type.software"),
         frozenset({NodeType.TOOL, NodeType.LIBRARY, NodeType.FRAMEWORK, NodeType.INFERENCE_ENGINE}),
     ),
-    (re.compile(r"\btechniques?\b|\bmethods?\b|技术|方法", re.I), frozenset({NodeType.TECHNIQUE})),
-    (re.compile(r"并行|\bparallel", re.I), frozenset({NodeType.PARALLEL_STRATEGY})),
-    (re.compile(r"\bformats?\b|格式", re.I), frozenset({NodeType.FORMAT})),
-    (
-        re.compile(r"\bwhich (?:gpu|card|chip)\b|哪(?:张|块|款)?(?:卡|显卡|芯片)", re.I),
-        frozenset({NodeType.HARDWARE}),
-    ),
+    (cues.pattern("question.type.technique"), frozenset({NodeType.TECHNIQUE})),
+    (cues.pattern("question.type.parallel"), frozenset({NodeType.PARALLEL_STRATEGY})),
+    (cues.pattern("question.type.format"), frozenset({NodeType.FORMAT})),
+    (cues.pattern("question.type.hardware"), frozenset({NodeType.HARDWARE})),
 ]
-#: what one does with the thing one picks: "should I adopt …", "what should we switch to"
-PICK_VERBS = (
-    r"use|pick|choose|install|try|look at|go with|learn|start|take|follow|adopt|deploy|"
-    r"switch to|migrate to|move to"
-)
-_CHOICE = re.compile(
-    r"\bwhich\b|what (?:\w+\s+){0,3}should|what (?:do you )?(?:recommend|suggest)|\brecommend|"
-    rf"\bsuggest|should (?:i|we) (?:{PICK_VERBS})|"
-    r"what (?:fits|to use|tool|"
-    r"framework|library|engine|project)|is there (?:a|an) |\bbest way\b|选哪|选什么|用什么|用哪|"
-    r"用啥|推荐|哪个|哪一个|哪款|哪种|哪家|该选|该用|怎么选|如何选|有什么工具|什么工具|什么框架",
-    re.I,
-)
+_CHOICE = cues.pattern("question.choice")
 #: "Which lab…?", "哪家公司…？": a question about who, which is a fact, not a thing to pick
-_ASKS_WHO = re.compile(
-    r"\bwhich (?:\w+ )?(?:labs?|laborator(?:y|ies)|compan(?:y|ies)|teams?|organi[sz]ations?|"
-    r"universit(?:y|ies)|authors?|people|persons?|vendors?|institutions?)\b|\bwho\b|"
-    r"哪(?:个|家|所)?(?:公司|机构|实验室|团队|厂商|大学)",
-    re.I,
-)
+_ASKS_WHO = cues.pattern("question.asks_who")
 #: "what is the difference", "有什么区别": a question that asks how things differ
-_DIFFERENCE = re.compile(
-    r"区别|差异|不同之处|有什么不同|有何不同|\bdifferences?\b|\bdiffer\b|"
-    r"\bhow (?:do|does) .{1,60}? compare\b",
-    re.I,
-)
+_DIFFERENCE = cues.pattern("question.difference")
 #: the quantities a table of measurements compares: memory, and speed
-MEMORY_WORDS = re.compile(r"memory|vram|\bgi?b\b|显存|内存", re.I)
-SPEED_WORDS = re.compile(r"speed|fast|throughput|tokens?|t/s|tok/s|速度|吞吐|快", re.I)
+MEMORY_WORDS = cues.pattern("question.quantity.memory")
+SPEED_WORDS = cues.pattern("question.quantity.speed")
 #: a question that asks something of each thing it names
-_EACH = re.compile(r"分别|各自|各是|respectively|\beach of\b", re.I)
+_EACH = cues.pattern("question.each")
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
-_BARE_PICK = re.compile(r"^\W*(?:which(?: one)?|选?哪(?:个|一个|款|种))\W*$", re.I)
-_RECOMMEND = re.compile(
-    rf"\brecommend|\bsuggest|should (?:i|we) (?:{PICK_VERBS})\b|what (?:should|to) use|what fits|"
-    r"best way|"
-    r"选哪|选什么|用什么|用哪|用啥|该选|该用|"
-    r"推荐(?:哪|什么|一个|一款|一下|用哪|用什么)|推荐[^，。？?]{0,8}[？?]|"
-    r"怎么选|如何选|有什么工具|适合用|先学哪|is there (?:a|an|any)\b|"
-    r"what can (?:i|we) (?:use|rely on)|"
-    r"rely on",
-    re.I,
-)
-#: "用什么参数", "what flag do I pass": a value to give, not a thing to pick
-_ASKS_SETTING = re.compile(
-    r"(?:用|使用|加|设置?|传|填)(?:什么|哪个|哪些)(?:参数|命令|选项|配置|设置|环境变量|标志|值|字段)|"
-    r"\bwhat (?:\w+ )?(?:flags?|options?|parameters?|arguments?|commands?|settings?|"
-    r"config(?:uration)? (?:keys?|values?)|environment variables?|env vars?|values?)\b",
-    re.I,
-)
-_YES_NO = re.compile(
-    r"^\s*(?:is|are|was|were|does|do|did|can|could|will|has|have)\b|吗\s*[？?]?\s*$|能不能|是否|"
-    r"是不是|行吗|可以吗",
-    re.I,
-)
-_MONEY = re.compile(
-    r"\bcost|\bprice|pricing|how much (?:does|do|is|would)[^?]*(?:cost|pay)|多少钱|价格|费用|售价",
-    re.I,
-)
-_RATE = re.compile(
-    r"tokens?[- ]per[- ]second|tok(?:ens)?/s|\bt/s\b|throughput|每秒[^，。？?]{0,8}token|吞吐", re.I
-)
-_HOW_MUCH = re.compile(
-    r"how (?:much|many|fast)|what (?:tokens|throughput|speed)|多少|几倍|多快|高多少", re.I
-)
-_OR = re.compile(r"\s+(?:or|vs\.?|versus)\s+(?:an?\s+|the\s+)?|\s*(?:还是|和|与|或|、)\s*", re.I)
+_BARE_PICK = re.compile(rf"^\W*{cues.alternatives('question.bare_pick')}\W*$", re.I)
+_RECOMMEND = cues.pattern("question.recommend")
+#: "what flag do I pass": a value to give, not a thing to pick
+_ASKS_SETTING = cues.pattern("question.asks_setting")
+_YES_NO = cues.pattern("question.yes_no")
+_SEEKS = cues.pattern("question.seeks")
+_MONEY = cues.pattern("question.money")
+_RATE = cues.pattern("question.rate")
+_HOW_MUCH = cues.pattern("question.how_much")
 _NAME_TOKEN = re.compile(
     r"(?<![\w.\-])(?:[A-Za-z]*[a-z][A-Z][\w.\-]*|[A-Z]{2,}[\w.\-]*|[A-Za-z]+[\-]?\d[\w.\-]*|"
     r"\d+(?:\.\d+)?[A-Za-z]+\w*|[a-z]+\.(?:cpp|js|py))(?![\w\-])"
@@ -225,6 +162,30 @@ class Option:
     start: int
 
 
+_TAIL = r"(?:\s(?:[A-Z\d][\w.+\-]*|Ti|Pro|Max|v\d[\w.]*))*"
+_WORD = r"[A-Za-z][\w.+\-]*" + _TAIL
+_NAME = r"(?<![\w.\-])(?:[A-Z\d][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)" + _TAIL
+_OPTION_PATTERNS = [
+    re.compile(
+        rf"(?i:{cues.alternatives('question.option.between')})\s+(?:the\s+)?(?P<a>{_WORD})\s+"
+        rf"{cues.alternatives('question.option.and')}\s+(?:the\s+)?(?P<b>{_WORD})"
+    ),
+    re.compile(
+        rf"(?P<a>{_NAME})\s*,?\s+{cues.alternatives('question.option.or')}\s+(?:an?\s+|the\s+)?"
+        rf"(?P<b>{_NAME})"
+    ),
+    re.compile(
+        rf"(?<![A-Za-z])(?P<a>{_WORD})\s*{cues.alternatives('question.option.joined')}\s*"
+        rf"(?P<b>{_WORD})"
+    ),
+    # "how does A compare with (the same thing in) B": B is the next name
+    re.compile(
+        rf"(?P<a>{_NAME})\s+{cues.alternatives('question.option.compare')}\s+"
+        r"(?:[a-z][\w\-]*\s+){0,8}?(?P<b>(?<![\w.\-])[A-Z][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)"
+    ),
+]
+
+
 def question_options(text: str) -> list[Option]:
     """The alternatives a question asks to pick between: `A or B`, `between A and B`, `A 还是 B`,
     `A 和 B … 哪个`.
@@ -242,19 +203,8 @@ def question_options(text: str) -> list[Option]:
     >>> [o.text for o in question_options(asked)]
     ['CTranslate2', 'OpenNMT-py']
     """
-    tail = r"(?:\s(?:[A-Z\d][\w.+\-]*|Ti|Pro|Max|v\d[\w.]*))*"
-    word = r"[A-Za-z][\w.+\-]*" + tail
-    name = r"(?<![\w.\-])(?:[A-Z\d][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)" + tail
-    patterns = [
-        rf"(?i:between)\s+(?:the\s+)?(?P<a>{word})\s+and\s+(?:the\s+)?(?P<b>{word})",
-        rf"(?P<a>{name})\s*,?\s+(?:or|vs\.?|versus)\s+(?:an?\s+|the\s+)?(?P<b>{name})",
-        rf"(?<![A-Za-z])(?P<a>{word})\s*(?:还是|和|与|或|、)\s*(?P<b>{word})",
-        # "how does A compare with (running the same model in) B": B is the next name
-        rf"(?P<a>{name})\s+compares?\s+(?:to|with|against)\s+(?:[a-z][\w\-]*\s+){{0,8}}?"
-        r"(?P<b>(?<![\w.\-])[A-Z][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)",
-    ]
-    for pattern in patterns:
-        m = re.search(pattern, text)
+    for pattern in _OPTION_PATTERNS:
+        m = pattern.search(text)
         if m is None:
             continue
         a, b = m.group("a").strip(), m.group("b").strip()
@@ -264,11 +214,11 @@ def question_options(text: str) -> list[Option]:
     return []
 
 
-_AFFIX = re.compile(r"-(?:like|based|style|compatible|powered|native|friendly|ready|only)$", re.I)
+_AFFIX = re.compile(rf"-{cues.alternatives('question.name_affix')}$", re.I)
 
 
 #: words for the documents themselves
-_SOURCE_WORDS = frozenset({"readme", "readmes", "faq", "wiki", "changelog", "docs"})
+_SOURCE_WORDS = frozenset(cues.words("question.source_words", "en"))
 
 
 def named_things(text: str) -> list[tuple[str, int]]:
@@ -377,7 +327,7 @@ class QuestionFrame:
         yes_no = bool(_YES_NO.search(asked))
         # "Is FSDP still recommended?" asks about what it names, not for something to pick;
         # "Is there a drop-in replacement…?" asks for something
-        seeks = re.search(r"\bis there\b|\bare there\b|有没有", asked, re.I)
+        seeks = _SEEKS.search(asked)
         recommend = (
             bool(_RECOMMEND.search(text))
             and not (yes_no and not types and not seeks)

@@ -17,23 +17,18 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import normalize_name
 from qa.frame import MEMORY_WORDS, SPEED_WORDS, Option
 
 __all__ = ["OptionVerdict", "resolve_options"]
 
-_MORE = re.compile(r"faster|quicker|more|higher|better|larger|快|高|多|强", re.I)
-_LESS = re.compile(r"less|lower|fewer|smaller|least|cheaper|少|低|省|小", re.I)
-_POSITIVE = re.compile(
-    r"recommend|strongly suggest|\bbest\b|fastest|\boften\b|prefer|建议|推荐|首选|最快|✅|✔",
-    re.I,
-)
-_NEGATIVE = re.compile(
-    r"not recommended|don't|do not|avoid|not supported|unsupported|"
-    r"不建议|不推荐|不要|避免|❌|不支持",
-    re.I,
-)
+_MORE = cues.pattern("question.direction.more")
+_LESS = cues.pattern("question.direction.less")
+#: a sentence naming one alternative favourably or not; ✅ and ❌ say it in a table
+_POSITIVE = re.compile(cues.alternatives("document.option_positive") + "|✅|✔", re.I)
+_NEGATIVE = re.compile(cues.alternatives("document.option_negative") + "|❌", re.I)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -93,16 +88,9 @@ def _direction(question: str) -> int:
 
 
 _QUALIFIED = {
-    # a quantity the question qualifies with a comparative: "less peak memory", "显存更少", "faster"
-    "memory": re.compile(
-        r"(?:less|lower|fewer|smaller|least|lowest|more|higher|most)\W+(?:[\w\-]+\W+){0,2}?"
-        r"(?:memory|vram)|(?:显存|内存)\S{0,3}?(?:少|低|小|多|高)|省\S{0,2}(?:显存|内存)",
-        re.I,
-    ),
-    "speed": re.compile(
-        r"faster|fastest|quicker|slower|more throughput|higher throughput|更快|最快|速度更|吞吐更",
-        re.I,
-    ),
+    # a quantity the question qualifies with a comparative: "less memory", "显存更少", "faster"
+    "memory": cues.pattern("question.qualified.memory"),
+    "speed": cues.pattern("question.qualified.speed"),
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from kg import cues
 from kg.schema import Entity, RelationType
 from qa.frame import asks_setting, asks_yes_no
 
@@ -21,16 +22,15 @@ __all__ = [
     "version_after",
 ]
 
-_ASKS_WHICH = re.compile(
-    r"\bwhich (?:\w+ ){0,2}(?:library|tool|framework|engine|integration|project|backend|one)\b|"
-    r"what is it called|哪个库|哪个框架|哪个工具|哪个项目|是哪个|叫什么",
-    re.I,
-)
+_ASKS_WHICH = cues.pattern("question.asks_which")
 
 
-_REFERS_BACK = re.compile(
-    r"\b(?:it|its|that|this|the same)\b|该库|这个库|这个工具|这个框架|它|其|自己的|本身|同一",
-    re.I,
+_REFERS_BACK = cues.pattern("question.refers_back")
+
+
+_SECOND_PART = re.compile(
+    rf",?\s+{cues.alternatives('question.option.and')}\s+"
+    rf"(?={cues.alternatives('question.part.second_asks')}\b)|[?？]\s*(?=\S)"
 )
 
 
@@ -40,15 +40,14 @@ def second_part(question: str) -> str:
     >>> second_part("Which library is it, and does llamafile build on the same one?")
     'does llamafile build on the same one?'
     """
-    parts = re.split(
-        r",?\s+and\s+(?=(?:which|what|how|does|do|is|are|can)\b)|[?？]\s*(?=\S)", question
-    )
+    parts = _SECOND_PART.split(question)
     return parts[-1].strip() if len(parts) > 1 else question
 
 
 _PART_SPLIT = re.compile(
-    r"[,，;；]?\s*\b(?:and|but|also)\s+(?=(?:which|what|how|does|do|did|is|are|can|could|should|"
-    r"why|where|when|who)\b)|(?<=[?？])\s*|[，,]\s*(?=(?:还是|那|又|并且|而且|以及))",
+    rf"[,，;；]?\s*\b{cues.alternatives('question.part.join')}\s+"
+    rf"(?={cues.alternatives('question.part.asks')}\b)|(?<=[?？])\s*|"
+    rf"[，,]\s*(?={cues.alternatives('question.part.next')})",
     re.I,
 )
 
@@ -88,25 +87,18 @@ def two_part(question: str) -> bool:
 
 
 _RELATION_WORDS: list[tuple[re.Pattern[str], frozenset[RelationType]]] = [
-    (re.compile(r"licen[cs]|许可|开源协议", re.I), frozenset({RelationType.LICENSED_UNDER})),
+    (cues.pattern("question.relation.licence"), frozenset({RelationType.LICENSED_UNDER})),
+    (cues.pattern("question.relation.requires"), frozenset({RelationType.REQUIRES})),
     (
-        re.compile(r"requir|\bneed|depend|prerequisite|minimum|要求|需要|依赖|环境", re.I),
-        frozenset({RelationType.REQUIRES}),
-    ),
-    (
-        re.compile(
-            r"\bsupport|run(?:s)? on|devices?|hardware|platforms?|\btarget|\bgpus?\b|\bnpus?\b|"
-            r"支持|运行|硬件|平台|设备|显卡",
-            re.I,
-        ),
+        cues.pattern("question.relation.runs_on"),
         frozenset({RelationType.RUNS_ON, RelationType.SUPPORTS, RelationType.NOT_SUPPORTED}),
     ),
-    (re.compile(r"alternative|instead|替代", re.I), frozenset({RelationType.ALTERNATIVE_TO})),
+    (cues.pattern("question.relation.alternative"), frozenset({RelationType.ALTERNATIVE_TO})),
     (
-        re.compile(r"integrat|backend|works? with|集成|后端|搭配", re.I),
+        cues.pattern("question.relation.integrates"),
         frozenset({RelationType.USED_WITH, RelationType.SUPPORTS}),
     ),
-    (re.compile(r"export|convert|导出|转换", re.I), frozenset({RelationType.EXPORTS_TO})),
+    (cues.pattern("question.relation.exports"), frozenset({RelationType.EXPORTS_TO})),
 ]
 
 
@@ -123,9 +115,7 @@ def asked_relations(question: str) -> frozenset[RelationType]:
     return frozenset(found)
 
 
-DISAGREE = re.compile(
-    r"\bdisagree|\bagree\b|consistent|contradict|conflict|一致|矛盾|分歧|说法不同|说法一样", re.I
-)
+DISAGREE = cues.pattern("question.disagree")
 
 
 _VERSION_HINT = re.compile(r"\d+\.\d+|\bv\d")
@@ -133,24 +123,30 @@ _NUMBER_HINT = re.compile(r"\d")
 _NUM = r"\d+(?:\.\d+)?\s*"
 
 
-_MODEL_SIZE = re.compile(rf"{_NUM}(?:[BTM]\b|万亿|千亿|亿|billion|trillion)|\d+[BT]\b", re.I)
+_MODEL_SIZE = re.compile(rf"{_NUM}{cues.alternatives('value.model_size_unit')}|\d+[BT]\b", re.I)
 _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
     (
-        re.compile(r"faster|speed|fast|提速|加速|快多少|速度", re.I),
-        re.compile(rf"{_NUM}(?:×|x\b|倍)|{_NUM}%|(?:faster|speedup|提速|加速)", re.I),
-    ),
-    (
-        re.compile(r"memory|vram|显存|内存", re.I),
+        cues.pattern("question.dimension.speed"),
         re.compile(
-            rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*(?:less|lower|fewer)|less (?:memory|vram)", re.I
+            rf"{_NUM}(?:×|{cues.alternatives('value.times')})|{_NUM}%|"
+            rf"{cues.alternatives('value.speedup_word')}",
+            re.I,
         ),
     ),
     (
-        re.compile(r"how long|time|多久|时间", re.I),
-        re.compile(rf"{_NUM}(?:h\b|hours?|min(?:utes)?\b|seconds?|小时|分钟|天)|\(\d+h\)", re.I),
+        cues.pattern("question.dimension.memory"),
+        re.compile(
+            rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*{cues.alternatives('value.less')}|"
+            rf"{cues.alternatives('value.less_memory')}",
+            re.I,
+        ),
     ),
-    (re.compile(r"parameters?|参数|规模|多大", re.I), _MODEL_SIZE),
-    (re.compile(r"\bversions?\b|版本", re.I), _VERSION_HINT),
+    (
+        cues.pattern("question.dimension.time"),
+        re.compile(rf"{_NUM}{cues.alternatives('value.time_unit')}|\(\d+h\)", re.I),
+    ),
+    (cues.pattern("question.dimension.size"), _MODEL_SIZE),
+    (cues.pattern("question.dimension.version"), _VERSION_HINT),
 ]
 
 
@@ -159,11 +155,9 @@ _SETTING = re.compile(
     r"(?<![\w-])--?[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b|\b\w+\s*[:=]\s*(?:true|false|\d+)\b",
     re.I,
 )
-_ON_PLATFORM = re.compile(r"windows|linux|mac\s?os|\bmac\b|\bwsl|android|\bios\b|苹果", re.I)
-_RESTRICTION = re.compile(
-    r"\bonly\b|\bexclusively\b|仅|只支持|只能|不支持|暂不支持|not (?:yet )?supported|unsupported",
-    re.I,
-)
+_ON_PLATFORM = cues.pattern("question.on_platform")
+_RESTRICTION = cues.pattern("value.restriction")
+_ASKS_VALUE = cues.pattern("question.asks_value")
 
 
 def answer_hints(question: str) -> list[re.Pattern[str]]:
@@ -184,13 +178,7 @@ def answer_hints(question: str) -> list[re.Pattern[str]]:
     if asks_yes_no(question) and _ON_PLATFORM.search(question):
         return [_RESTRICTION]
     hints = [_SETTING] if asks_setting(question) else []
-    asks_value = re.search(
-        r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|"
-        r"多少|多久|几|多大|多快|版本",
-        question,
-        re.I,
-    )
-    if not asks_value:
+    if not _ASKS_VALUE.search(question):
         return hints
     shapes = [
         shape

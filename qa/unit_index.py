@@ -16,6 +16,7 @@ from typing import TypeVar, overload
 
 from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text, units_text_norm
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
@@ -52,9 +53,7 @@ SOFTWARE = frozenset(
 
 _DEFINES = re.compile(
     # after the name: a version ("Keras 3 is a …"), a parenthesis, then the defining verb
-    r"\s*(?:v?\d+(?:\.\d+)*\s+)?(?:[（(][^）)]*[）)])?\s*"
-    r"(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
-    r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
+    r"\s*(?:v?\d+(?:\.\d+)*\s+)?(?:[（(][^）)]*[）)])?\s*" + cues.alternatives("document.defines"),
     re.I,
 )
 
