@@ -112,8 +112,8 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if rel.relation == RelationType.PART_OF
             }
             tail = second_part(frame.text)
-            # what each named thing says of it ("Unsloth credits llama.cpp …; does llamafile
-            # build on the same one?": llamafile's own line on llama.cpp too)
+            # what each named thing says of it ("Foo credits a library …; does Bar use it as
+            # well?": Bar's own line on that library too)
             told = [
                 r
                 for e in sorted(named)
@@ -439,7 +439,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
         pool = ranked[:30]
         if things:
             # about the things it names, or about another thing it names in their documents
-            # (CUDA's row of LLaMA-Factory's table when it asks for its CUDA version)
+            # (CUDA's row of Foo's requirements table when it asks for Foo's CUDA version)
             about = [
                 r
                 for r in pool
@@ -501,7 +501,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if telling(u) and u.doc not in docs_named
             ]
             # the graph's answer first: a unit whose edge from it is of the asked relation, to
-            # the kind of thing the question speaks of if it names one ("only runs on CPUs?":
+            # the kind of thing the question speaks of if it names one ("does it need a GPU?":
             # its hardware, not what it supports)
             stated = {
                 u.id: {
@@ -524,7 +524,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 take(unit)
         speaking_of: list[str] = things[:1]
         for part in question_parts(frame.text):
-            # "Does X collect telemetry, and how do I opt out?": each part gets its best unit,
+            # "Does X log usage, and how do I turn that off?": each part gets its best unit,
             # among the retrieved ones and the own units of the thing the part is about (the one
             # it names, else the one named last: "MLX 本身…？它的内存模型…？")
             speaking_of = [e for e in things if self._names_in(e, part)] or speaking_of[-1:]

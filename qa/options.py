@@ -44,26 +44,30 @@ class OptionVerdict:
 
 
 def _core(text: str) -> str:
-    """What must match of an option: its digits-bearing part if any ("RTX 3090 Ti" -> "3090ti").
+    """What must match of an option: the model number after a product line's short prefix
+    ("RTX 3090 Ti" -> "3090ti", "MX 450" -> "450": a table heads its column "450"), else the
+    whole name; a short number is no model number ("FP16", "INT8" stay whole).
 
-    >>> _core("RTX 3090 Ti"), _core("runtime"), _core("FlashAttention-2")
-    ('3090ti', 'runtime', 'flashattention2')
+    >>> _core("RTX 3090 Ti"), _core("MX 450"), _core("runtime"), _core("Quokka-2"), _core("FP16")
+    ('3090ti', '450', 'runtime', 'quokka2', 'fp16')
     """
     norm = normalize_name(text)
-    digits = re.search(r"\d[\w.]*", norm)
-    if digits and re.match(r"^[a-z]{2,4}\d", norm) and not re.match(r"^[a-z]+\d+$", norm[:12]):
-        return norm[digits.start() :]
-    m = re.match(r"^(?:rtx|gtx|nvidia|geforce)(\d.*)$", norm)
-    return m.group(1) if m else norm
+    prefix = re.match(r"[a-z]{2,4}(?=\d)", norm)
+    if prefix is None:
+        return norm
+    number = norm[prefix.end() :]
+    digits = re.match(r"\d+", number)
+    assert digits is not None  # the look-ahead saw one
+    return number if len(digits.group(0)) >= 3 or len(number) > len(digits.group(0)) else norm
 
 
 def _names(cell: str, core: str) -> bool:
     """Whether a cell names an option: all of it, its end ("RTX 4090" for "4090"), or its first
     word ("CTranslate2 3.6.0" for "CTranslate2").
 
-    >>> _names("CTranslate2 3.6.0", "ctranslate2"), _names("OpenNMT-py 3.0.4", "opennmtpy")
+    >>> _names("Wisp2 3.6.0", "wisp2"), _names("Torchy-py 3.0.4", "torchypy")
     (True, True)
-    >>> _names("llamafile 0.8", "llama")
+    >>> _names("llamakit 0.8", "llama")
     False
     """
     cell_norm = normalize_name(cell)
@@ -88,7 +92,7 @@ def _direction(question: str) -> int:
 
 
 _QUALIFIED = {
-    # a quantity the question qualifies with a comparative: "less memory", "显存更少", "faster"
+    # a quantity the question qualifies with a comparative: "less memory", "内存更少", "faster"
     "memory": cues.pattern("question.qualified.memory"),
     "speed": cues.pattern("question.qualified.speed"),
 }
@@ -97,12 +101,12 @@ _QUALIFIED = {
 def _columns_for(header: list[str], question: str) -> list[tuple[int, int]]:
     """The columns of the quantities a question asks about (memory, speed), each with the way
     it is better (more tokens per second, less memory). A quantity the question qualifies
-    ("which needs less memory, and what happens to throughput?") decides alone.
+    ("which one uses less memory, and what about its throughput?") decides alone.
 
     >>> head = ["", "Tokens per second", "Max. memory", "BLEU"]
     >>> _columns_for(head, "How do they compare in tokens/s and memory?")
     [(2, -1), (1, 1)]
-    >>> _columns_for(head, "Which needs less peak memory, and what happens to throughput?")
+    >>> _columns_for(head, "Which one uses less memory, and what about its throughput?")
     [(2, -1)]
     """
     wanted = [

@@ -37,8 +37,8 @@ _SECOND_PART = re.compile(
 def second_part(question: str) -> str:
     """The last part of a two-part question (what to ask of the entity the first part finds).
 
-    >>> second_part("Which library is it, and does llamafile build on the same one?")
-    'does llamafile build on the same one?'
+    >>> second_part("Which engine does Foo embed, and does Bar ship it too?")
+    'does Bar ship it too?'
     """
     parts = _SECOND_PART.split(question)
     return parts[-1].strip() if len(parts) > 1 else question
@@ -55,9 +55,9 @@ _PART_SPLIT = re.compile(
 def question_parts(question: str) -> list[str]:
     """The sub-questions of a question that asks several things (one part: no split).
 
-    >>> question_parts("Does OpenVINO collect telemetry, and how do I opt out?")
-    ['Does OpenVINO collect telemetry', 'how do I opt out?']
-    >>> question_parts("Which GPU is faster?")
+    >>> question_parts("Does Foo phone home, and how do I turn that off?")
+    ['Does Foo phone home', 'how do I turn that off?']
+    >>> question_parts("Which card is quieter?")
     []
     """
     parts = [p.strip(" ,，") for p in _PART_SPLIT.split(question) if p and p.strip(" ,，")]
@@ -65,7 +65,7 @@ def question_parts(question: str) -> list[str]:
 
 
 def version_after(question: str, entity: Entity) -> str | None:
-    """The version a question gives right after an entity's name ("PaddlePaddle 3.0" -> "3.0")."""
+    """The version a question gives right after an entity's name ("Foo 2.1" -> "2.1")."""
     for name in [entity.name, *entity.aliases]:
         m = re.search(re.escape(name) + r"\s*[vV]?(\d+(?:\.\d+)+)", question, re.I)
         if m:
@@ -77,9 +77,9 @@ def two_part(question: str) -> bool:
     """Whether a question asks two things in a row, the second about what the first finds: it
     asks which thing, then refers back to it.
 
-    >>> two_part("Which library is it, and does llamafile build on the same one?")
+    >>> two_part("Which library does Foo load, and is it also in Bar?")
     True
-    >>> two_part("Are there PyTorch wheels for Jetson, and which JetPack version do they need?")
+    >>> two_part("Are there Foo builds for ARM, and which compiler release do they need?")
     False
     """
     first = _ASKS_WHICH.search(question)
@@ -105,7 +105,7 @@ _RELATION_WORDS: list[tuple[re.Pattern[str], frozenset[RelationType]]] = [
 def asked_relations(question: str) -> frozenset[RelationType]:
     """The graph relations a question asks about, from its predicate words.
 
-    >>> sorted(asked_relations("what licences do PyTorch and TensorFlow use?"))
+    >>> sorted(asked_relations("Foo ships under which licence?"))
     [<RelationType.LICENSED_UNDER: 'LICENSED_UNDER'>]
     """
     found: set[RelationType] = set()
@@ -163,16 +163,16 @@ _ASKS_VALUE = cues.pattern("question.asks_value")
 def answer_hints(question: str) -> list[re.Pattern[str]]:
     """The shapes of every value a question asks for, when it says: a setting (`--flag`), a
     speed-up, an amount of memory, a duration, a model size, a version, else any number
-    ("能快多少、省多少显存": a speed-up and an amount of memory); [] when it asks for none.
+    ("快多少、省多少内存": a speed-up and an amount of memory); [] when it asks for none.
 
-    >>> len(answer_hints("unsloth 宣称能快多少、省多少显存？")), answer_hints("Is it fast?")
+    >>> len(answer_hints("Foo 的新内核快多少、省多少内存？")), answer_hints("Is it fast?")
     (2, [])
-    >>> bool(answer_hints("到底能提速多少？")[0].search("提供 170% 的训练速度"))
+    >>> bool(answer_hints("换了新版本能提速多少？")[0].search("训练速度提高了 45%"))
     True
 
     Whether a thing works on a platform is answered by what it is limited to or does not do:
-    >>> hint = answer_hints("Can I build it with ROCm on Windows?")[0]
-    >>> bool(hint.search("supported only for Linux"))
+    >>> hint = answer_hints("Can I install it on Linux?")[0]
+    >>> bool(hint.search("Only macOS is supported for now."))
     True
     """
     if asks_yes_no(question) and _ON_PLATFORM.search(question):
@@ -183,7 +183,7 @@ def answer_hints(question: str) -> list[re.Pattern[str]]:
     shapes = [
         shape
         for asked, shape in _DIMENSIONS
-        # "用什么参数" asks for a setting, not for a model's parameter count
+        # "传哪个参数" asks for a setting, not for a model's parameter count
         if asked.search(question) and not (hints and shape is _MODEL_SIZE)
     ]
     return hints + (shapes or [_NUMBER_HINT])

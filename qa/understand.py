@@ -111,7 +111,7 @@ def detect_kind(text: str, solution_mentions: int) -> QuestionKind:
 
     >>> detect_kind("DDP 和 FSDP 有什么区别？", 2)
     <QuestionKind.COMPARE: 'compare'>
-    >>> detect_kind("We run ONNX Runtime or OpenVINO. Which library?", 2)
+    >>> detect_kind("We use Foo or Bar for serving; which library wins?", 2)
     <QuestionKind.CHOOSE: 'choose'>
     >>> detect_kind("Which backend does Keras use by default?", 1)
     <QuestionKind.FACT: 'fact'>

@@ -230,7 +230,7 @@ class UnitIndex:
 
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a
-        technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""
+        technique: "Foo 的 LoRA 训练" is about Foo)."""
         ordered = sorted(named, key=lambda e: self.named_at(frame.text, e))
         for kinds in (SOFTWARE, CHOOSABLE | {NodeType.MODEL}):
             for eid in ordered:
