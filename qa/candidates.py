@@ -160,7 +160,7 @@ class CandidateScorer(UnitIndex):
     def constraint_signs(self, eid: str, constraints: list[str]) -> dict[str, float]:
         """The things a question requires (Inferentia, PyTorch, a format) that the graph links a
         candidate to: 1.0 each, -1.0 where every such edge is NOT_SUPPORTED.
-        `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum meet "部署到 AWS Inferentia"."""
+        `Foo -RUNS_ON-> Bar NPU` makes Foo meet "部署到 Bar NPU 上"."""
         if not constraints:
             return {}
         nodes = {eid} | {
@@ -277,8 +277,8 @@ class CandidateScorer(UnitIndex):
             coverage,
             tables_only=frame.measured and not frame.choice,
         )
-        # "Only A100s. FlashAttention-2 or FlashAttention-3?": the alternative the graph links to
-        # the rare hardware asked for comes first
+        # "We only have Bar NPUs. Foo-2 or Foo-3?": the alternative the graph links to the rare
+        # hardware asked for comes first
         ids = {v.node for v in verdicts if v.node is not None and v.node in self.graph}
         required = [c for c in sorted(named) if c not in ids]
         signs = {eid: self.constraint_signs(eid, required) for eid in ids}
@@ -317,15 +317,17 @@ class CandidateScorer(UnitIndex):
 
     def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
         """The entity the best units lead to that the question does not name and that has units
-        of its own (ExLlamaV2's README names Flash Attention; its own README says which GPUs)."""
-        weight: dict[str, float] = defaultdict(float)
+        of its own (Foo's README points to a kernel library; that library's README says which
+        GPUs it runs on)."""
+        # an edge from a named thing is the path to follow; a stray subject only where no unit
+        # of a named thing leads anywhere
+        weight: dict[bool, dict[str, float]] = {True: defaultdict(float), False: defaultdict(float)}
         things = {e for e in named if self.graph.entity(e).type in CHOOSABLE | {NodeType.MODEL}}
         # the named things' own units compete with the retrieved ones on what the question
         # says: a Chinese question's words may find only Chinese documents, while the English
         # README of the thing it names says where it leads
         pool = self.with_own_units(ranked, sorted(things)) if things else ranked
         for score, unit in self.ordered(frame, pool)[:8]:
-            # an edge from a named thing is the path to follow; a stray subject is not
             from_named = unit.subject in things or bool(things & set(unit.mentions))
             for eid in [*unit.mentions, unit.subject]:
                 if eid is None or eid in named or eid not in self.graph:
@@ -336,7 +338,8 @@ class CandidateScorer(UnitIndex):
                 told = sum(1 for u in self.search.by_mention.get(eid, []) if u.subject in named)
                 if own < 5 and told == 0:
                     continue
-                weight[eid] += score * (1.0 if from_named else 0.25)
-        if not weight:
+                weight[from_named][eid] += score
+        led = weight[True] or weight[False]
+        if not led:
             return None
-        return max(weight.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        return max(led.items(), key=lambda kv: (kv[1], kv[0]))[0]
