@@ -9,6 +9,7 @@ import re
 
 from kg import cues
 from kg.schema import NodeType, normalize_name
+from qa import weights as W
 from qa.frame import QuestionFrame, named_things
 from qa.schema import (
     AbstainReason,
@@ -106,7 +107,7 @@ class Answerability(UnitIndex):
         things = {e for e in linked if e in self.graph and self.graph.entity(e).type in CHOOSABLE}
         if frame.quantity is not None:
             pattern = _MONEY_TEXT if frame.quantity == "money" else _RATE_TEXT
-            top = [r.unit for r in ranked[:12]]
+            top = [r.unit for r in ranked[: W.QUANTITY_UNITS]]
             about = [
                 u for u in top if not things or u.subject in things or things & set(u.mentions)
             ]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import normalize_name
+from qa import weights as W
 from qa.frame import MEMORY_WORDS, SPEED_WORDS, Option
 
 __all__ = ["OptionVerdict", "resolve_options"]
@@ -166,7 +167,7 @@ def _tables(
                 range(len(values)), key=lambda k: values[k] or 0.0
             )
             for k, (v, i) in enumerate(zip(verdicts, idx, strict=True)):
-                v.score += 10.0 if k == best else 0.0
+                v.score += W.TABLE_VOTE if k == best else 0.0
                 v.units = [row]
                 v.shown = row.header[i]
             return True
@@ -193,7 +194,7 @@ def _tables(
             # neighbour has a "Max. CPU memory" column too)
             said = sum(_overlap(r, terms) for r in picked)
             above = normalize_name(" ".join([*picked[0].heading_path[-1:], picked[0].context]))
-            said += 2 * sum(1 for t in terms if t and t in above)
+            said += W.TABLE_SECTION_WEIGHT * sum(1 for t in terms if t and t in above)
             tables.append((said, picked, table_values))
     if tables:
         # the table the question's other words select ("On CPU": the CPU benchmark's); each
@@ -201,7 +202,7 @@ def _tables(
         _o, picked, table_values = max(tables, key=lambda t: t[0])
         for way, values in table_values:
             best = (max if way > 0 else min)(range(len(values)), key=lambda k: values[k] or 0.0)
-            verdicts[best].score += 10.0
+            verdicts[best].score += W.TABLE_VOTE
         for v, r in zip(verdicts, picked, strict=True):
             v.units = [r]
         return True
@@ -226,7 +227,7 @@ def _cues(verdicts: list[OptionVerdict], pool: list[EvidenceUnit], terms: Sequen
                 polarity = 1.0
             if polarity:
                 verdict = verdicts[hits[0]]
-                verdict.score += polarity * (1.0 + 0.5 * _overlap(unit, terms))
+                verdict.score += polarity * (1.0 + W.CUE_OVERLAP_GAIN * _overlap(unit, terms))
                 if polarity > 0 and unit not in verdict.units:
                     verdict.units.insert(0, unit)
 

@@ -20,6 +20,7 @@ from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
+from qa import weights as W
 from qa.frame import QuestionFrame
 from qa.schema import (
     DraftPoint,
@@ -203,9 +204,10 @@ class UnitIndex:
     def specificity(self, eid: str) -> float:
         """1 for a thing few units name, less for one named everywhere ("Quantization")."""
         named_in = len(self.search.by_mention.get(eid, []))
-        total = max(len(self.search.units), 20)  # a handful of units says little of rarity
-        rarity = math.log(total / (1 + named_in)) / math.log(total / 10)
-        return 0.5 + 0.5 * min(1.0, max(0.0, rarity))
+        # a handful of units says little of rarity
+        total = max(len(self.search.units), W.SPECIFICITY_UNITS)
+        rarity = math.log(total / (1 + named_in)) / math.log(total / W.SPECIFICITY_COMMON)
+        return W.SPECIFICITY_FLOOR + (1 - W.SPECIFICITY_FLOOR) * min(1.0, max(0.0, rarity))
 
     def names_of(self, eid: str) -> list[str]:
         """An entity's names: the graph's, then the lexicon's other surfaces (自动微分 for
@@ -338,7 +340,9 @@ class UnitIndex:
         siblings = [
             u
             for u in self._doc_units.get(row.doc, [])
-            if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
+            if u.kind == UnitKind.ROW
+            and u.header == row.header
+            and abs(u.start - row.start) < W.ROW_WINDOW
         ]
 
         own_names = (
@@ -358,7 +362,7 @@ class UnitIndex:
             if prefer and u.subject == prefer:
                 head = normalize_name(u.cells[0]) if u.cells else ""
                 named = any(n and n in head for n in own_names)
-                score += sum(terms.values()) * (1.0 if named else 0.5)
+                score += sum(terms.values()) * (W.OWN_ROW_BONUS if named else W.OWN_ROW_UNNAMED)
             return score
 
         scored = sorted(
@@ -431,7 +435,7 @@ class UnitIndex:
         names = sorted(
             {n for n in [node.name, *node.aliases] if len(n) >= 2}, key=len, reverse=True
         )
-        for unit in self.search.by_subject.get(entity, [])[:80]:
+        for unit in self.search.by_subject.get(entity, [])[: W.DEFINITION_UNITS]:
             if unit.kind not in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING):
                 continue
             head = unit.text.lstrip("*`_ ")
@@ -444,7 +448,7 @@ class UnitIndex:
         """`ranked` and after it the entities' own units that retrieval left out (not code), at
         half the lowest retrieved score: they compete on relevance to the question alone."""
         seen = {r.unit.id for r in ranked}
-        floor = min((r.score for r in ranked), default=1.0) * 0.5
+        floor = min((r.score for r in ranked), default=1.0) * W.OWN_UNITS_SHARE
         extra = []
         for eid in entities:
             # its units, and the units of its own documents that name it under another
@@ -455,9 +459,9 @@ class UnitIndex:
                     for u in self.search.by_mention.get(eid, [])
                     if u.subject != eid and self._doc_subject.get(u.doc) == eid
                 ),
-                100,
+                W.OWN_NAMING_UNITS,
             )
-            for u in chain(self.search.by_subject.get(eid, [])[:400], named):
+            for u in chain(self.search.by_subject.get(eid, [])[: W.OWN_UNITS], named):
                 if u.id not in seen and u.kind != UnitKind.CODE:
                     seen.add(u.id)
                     extra.append(RankedUnit(u, floor, 0.0, 0.0, False))
@@ -506,14 +510,18 @@ class UnitIndex:
             # a sentence under "### 自动微分" speaks of automatic differentiation: its section's
             # words count, at half weight (a title's words are every unit's under it)
             title = self._text_tokens(unit.heading_path[-1]).intersection(terms) - tokens
-            score += 0.5 * sum(weighed for _at, weighed in sorted(terms[t] for t in title))
+            score += W.TITLE_WEIGHT * sum(
+                weighed for _at, weighed in sorted(terms[t] for t in title)
+            )
         if unit.kind == UnitKind.HEADING:
-            score *= 0.3
-        elif unit.kind != UnitKind.ROW and not states_asked and self._width(unit) < 25:
-            score *= 0.6
+            score *= W.HEADING_WEIGHT
+        elif (
+            unit.kind != UnitKind.ROW and not states_asked and self._width(unit) < W.FRAGMENT_WIDTH
+        ):
+            score *= W.FRAGMENT_WEIGHT
         if hints:  # no hint multiplies by 1
             said = " ".join([unit.text, *unit.header])
-            score *= 1 + 0.8 * sum(1 for hint in hints if hint.search(said))
+            score *= 1 + W.HINT_GAIN * sum(1 for hint in hints if hint.search(said))
         return score
 
     def _width(self, unit: EvidenceUnit) -> int:
@@ -553,11 +561,16 @@ class UnitIndex:
                 for e in self._edges.get((r.unit.doc, r.unit.start), [])
             )
             value = self._relevance(r.unit, terms, hints, states)
-            rel[r.unit.id] = value * 1.6 if states else value
+            rel[r.unit.id] = value * W.STATES_ASKED_GAIN if states else value
         top_rel = max(rel.values()) or 1.0
         top_score = items[0].score or 1.0
         scored = [
-            (0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items
+            (
+                W.RETRIEVAL_SHARE * r.score / top_score
+                + W.RELEVANCE_SHARE * rel[r.unit.id] / top_rel,
+                r.unit,
+            )
+            for r in items
         ]
         scored.sort(key=lambda t: (-t[0], t[1].id))
         return scored
