@@ -51,12 +51,9 @@ class CandidateScorer(UnitIndex):
         for r in top:
             weight = r.score / best
             unit = r.unit
-            mention_share = (
-                W.MENTION_SHARE_UNDER_NAMED if unit.subject in named else W.MENTION_SHARE
-            )
+            # its subject and the things it names, each by how much of the question its clause holds
             shares = [(unit.subject, 1.0)] + [
-                (m, mention_share * self._clause_share(unit, m, clause_terms))
-                for m in unit.mentions
+                (m, self._clause_share(unit, m, clause_terms)) for m in unit.mentions
             ]
             for eid, share in shares:
                 if eid is None:
@@ -93,7 +90,7 @@ class CandidateScorer(UnitIndex):
                 # a document about a thing the question names ("飞桨生态里…"): the answer is one of
                 # the things it presents; its own best units say which
                 for eid in {t for t in evidence if any(u.doc == doc for u in support[t])}:
-                    profile[eid] = max(profile.get(eid, 0.0), score * W.PROFILE_UNDER_NAMED)
+                    profile[eid] = max(profile.get(eid, 0.0), score)
         if not evidence and not profile:
             return [], []
         top_evidence = max(evidence.values(), default=1.0) or 1.0
@@ -118,30 +115,17 @@ class CandidateScorer(UnitIndex):
         unmet: dict[str, int] = {}
         for eid in pool:
             node_type = self.graph.entity(eid).type
-            fit = 1.0
-            if wanted:
-                fit = (
-                    W.FIT_WANTED
-                    if node_type in wanted
-                    else (
-                        W.FIT_OTHER_SOFTWARE
-                        if node_type in SOFTWARE and wanted & SOFTWARE
-                        else W.FIT_OTHER
-                    )
-                )
-            elif node_type == NodeType.FORMAT:
-                fit = W.FIT_FORMAT  # a format is a step on the way (export, then serve)
+            fit = W.FIT_WANTED if node_type in wanted else 1.0
             score = (
                 W.EVIDENCE_SHARE * evidence.get(eid, 0.0) / top_evidence
                 + W.PROFILE_SHARE * profile.get(eid, 0.0) / top_profile
             )
             score *= 1.0 + sum(weights[t] * idf(t) for t in said[eid]) / total
-            fit_sum = sum(sign * self.specificity(c) for c, sign in signs[eid].items())
+            fit_sum = sum(signs[eid].values())
             score *= 1.0 + max(W.CONSTRAINT_FLOOR, W.CONSTRAINT_GAIN * fit_sum)
             # a candidate not linked to the rare hardware asked for ranks after those that are
             unmet[eid] = sum(1 for c in decisive if signs[eid].get(c, 0.0) <= 0)
-            score *= W.UNMET_FACTOR ** unmet[eid]
-            scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
+            scored.append((eid, score * fit, support.get(eid, [])))
         scored.sort(key=lambda t: (unmet[t[0]], -t[1], t[0]))
         if wanted and not wanted & SOFTWARE:
             # "which technique / which GPU": only things of that kind answer, when there are any

@@ -209,8 +209,6 @@ class GraphComposer:
                 and (about or (seed in linked and self.graph.entity(seed).type in _GENERIC))
             ):
                 continue
-            if len(path.edges) > 1:
-                weight *= W.MULTI_HOP_GAIN
             contributions[target].append(weight)
             support[target].append(path)
         wanted = expected_types(question.text)
@@ -222,10 +220,8 @@ class GraphComposer:
                 list, {k: v for k, v in contributions.items() if k in choosable_linked}
             )
         for target, weights in contributions.items():
-            # the best single reason counts fully, further reasons a little: many weak matches
-            # must not outvote one strong one
-            ordered = sorted(weights, reverse=True)
-            score = ordered[0] + W.FURTHER_REASONS * sum(ordered[1:]) - penalty[target]
+            # the best single reason counts: many weak matches must not outvote one strong one
+            score = max(weights) - penalty[target]
             runs_on = {
                 r.target
                 for r in self.graph.out_relations(target)
@@ -233,11 +229,6 @@ class GraphComposer:
             }
             if runs_on & linked:
                 score *= W.RUNS_ON_GAIN
-            if any(
-                r.source in choosable_linked and r.relation in _ROUTE_RELATIONS
-                for r in self.graph.in_relations(target)
-            ):
-                score *= W.ROUTE_GAIN  # it works with what the question already uses (TF -> TFLite)
             if self.graph.entity(target).type in wanted:
                 score *= W.WANTED_TYPE_GAIN
             support[target] = _distinct_reasons(support[target])
@@ -314,9 +305,7 @@ class GraphComposer:
         link (GPU, CPU) is not a fact about what it asks.
         """
         words = set(self.tokenizer.tokenize(question.text))
-        linked = set(bundle.linked) | {
-            s for s, v in bundle.situations.items() if v >= W.SITUATION_LINK
-        }
+        linked = set(bundle.linked) | set(bundle.situations)
         generic = {e for e in linked if self.graph.entity(e).type in _GENERIC}
         names_one = any(self.graph.entity(e).type in _CHOOSABLE for e in bundle.linked)
         chosen: dict[tuple[str, str, str, str], tuple[float, GraphPath]] = {}
@@ -327,8 +316,7 @@ class GraphComposer:
                 continue
             quote = " ".join(ev.quote for ev in edge.evidence)
             overlap = len(words & set(self.tokenizer.tokenize(quote)))
-            both = W.BOTH_ENDS_BONUS if len(ends) == 2 else 0
-            relevance = (1 + overlap + both) * path.score
+            relevance = (1 + overlap) * path.score
             key = (edge.source, edge.relation, edge.target, quote)
             if key not in chosen or chosen[key][0] < relevance:
                 chosen[key] = (relevance, GraphPath(edges=[edge], score=path.score))

@@ -227,7 +227,7 @@ def _cues(verdicts: list[OptionVerdict], pool: list[EvidenceUnit], terms: Sequen
                 polarity = 1.0
             if polarity:
                 verdict = verdicts[hits[0]]
-                verdict.score += polarity * (1.0 + W.CUE_OVERLAP_GAIN * _overlap(unit, terms))
+                verdict.score += polarity
                 if polarity > 0 and unit not in verdict.units:
                     verdict.units.insert(0, unit)
 

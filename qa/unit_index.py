@@ -4,7 +4,6 @@ relevance, the order of a pool of units) and to turn it into a cited answer poin
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from bisect import bisect_left
@@ -201,14 +200,6 @@ class UnitIndex:
         self._parents[entity] = parent
         return parent
 
-    def specificity(self, eid: str) -> float:
-        """1 for a thing few units name, less for one named everywhere ("Quantization")."""
-        named_in = len(self.search.by_mention.get(eid, []))
-        # a handful of units says little of rarity
-        total = max(len(self.search.units), W.SPECIFICITY_UNITS)
-        rarity = math.log(total / (1 + named_in)) / math.log(total / W.SPECIFICITY_COMMON)
-        return W.SPECIFICITY_FLOOR + (1 - W.SPECIFICITY_FLOOR) * min(1.0, max(0.0, rarity))
-
     def names_of(self, eid: str) -> list[str]:
         """An entity's names: the graph's, then the lexicon's other surfaces (自动微分 for
         Automatic Differentiation)."""
@@ -362,7 +353,8 @@ class UnitIndex:
             if prefer and u.subject == prefer:
                 head = normalize_name(u.cells[0]) if u.cells else ""
                 named = any(n and n in head for n in own_names)
-                score += sum(terms.values()) * (W.OWN_ROW_BONUS if named else W.OWN_ROW_UNNAMED)
+                if named:
+                    score += sum(terms.values()) * W.OWN_ROW_BONUS
             return score
 
         scored = sorted(
@@ -479,7 +471,7 @@ class UnitIndex:
         states_asked: bool = False,
     ) -> float:
         """How much a unit says of what the question asks: its weighted share of the question's
-        terms (rare terms weigh more), a headline or a fragment less (unless it `states_asked`:
+        terms (rare terms weigh more), a fragment less (unless it `states_asked`:
         "[Apache License 2.0](LICENSE)" is the answer to "which licence?"), the more of the
         asked kinds of value it states the more ("2× faster with 70% less VRAM")."""
         return self._relevance(unit, self._weighed_terms(weights), hints, states_asked)
@@ -513,11 +505,8 @@ class UnitIndex:
             score += W.TITLE_WEIGHT * sum(
                 weighed for _at, weighed in sorted(terms[t] for t in title)
             )
-        if unit.kind == UnitKind.HEADING:
-            score *= W.HEADING_WEIGHT
-        elif (
-            unit.kind != UnitKind.ROW and not states_asked and self._width(unit) < W.FRAGMENT_WIDTH
-        ):
+        fragment = unit.kind not in (UnitKind.HEADING, UnitKind.ROW) and not states_asked
+        if fragment and self._width(unit) < W.FRAGMENT_WIDTH:
             score *= W.FRAGMENT_WEIGHT
         if hints:  # no hint multiplies by 1
             said = " ".join([unit.text, *unit.header])
