@@ -49,6 +49,7 @@ from ingest.link_cache import (
     units_digest,
 )
 from ingest.names import NameMatcher, flex_pattern
+from ingest.patterns import LOCATION_AFFIX
 from ingest.resolve import is_person
 from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
@@ -340,12 +341,6 @@ def link_corpus(
 _DEFINES = re.compile(
     rf"\s*(?:[（(][^）)]{{0,40}}[）)])?\s*{cues.alternatives('document.copula')}\b", re.I
 )
-#: "在 Linux 上": a place, its name inside
-_LOCATION = re.compile(
-    rf"^{cues.alternatives('document.location_before')}\s*|"
-    rf"\s*{cues.alternatives('document.location_after')}$",
-    re.I,
-)
 
 
 def _own_subject(
@@ -534,7 +529,7 @@ def _situation(
     """The node a situation names: the lexicon's hardware or platform ("on Windows"), else a
     Persona ("beginners") or Scenario node of its own; with the entity to add where the corpus
     has none by that id."""
-    bare = _LOCATION.sub("", name)
+    bare = LOCATION_AFFIX.sub("", name)
     entry = lexicon.lookup(name) or lexicon.lookup(bare)
     if entry is not None:
         made = Entity(id=entry.id, type=entry.type, name=entry.name)

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_CUE",
     "DISCOURSE_LABEL",
     "EXPORT_CUE",
+    "LOCATION_AFFIX",
     "NEGATION",
     "NOT_RECOMMENDED_NOTE",
     "PAIRING_CUE",
@@ -41,6 +42,12 @@ DISCOURSE_LABEL = cues.pattern("document.discourse_label")
 EXPORT_CUE = cues.pattern("document.export")
 DEFAULT_CUE = cues.pattern("document.default")
 PAIRING_CUE = cues.pattern("document.pairing")
+#: "在 Linux 上", "on edge devices": the words around a place's name
+LOCATION_AFFIX = re.compile(
+    rf"^{cues.alternatives('document.location_before')}\s*|"
+    rf"\s*{cues.alternatives('document.location_after')}$",
+    re.I,
+)
 RANK_OPERATOR = re.compile(r"^\s*(>>|>=|≥|>|＞＞|＞)\s*$")
 _RANGE = rf"(?:[–\-~～]|{cues.alternatives('value.range_to')})"
 SCALE_VALUE = re.compile(

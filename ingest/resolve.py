@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ingest.patterns import LOCATION_AFFIX
 from kg import cues
 from kg.documents import Document
 from kg.lexicon import Lexicon, Mention, surface_pattern
@@ -33,10 +34,6 @@ _NAME_SPLIT = re.compile(
 )
 _PERSON_SUFFIX = re.compile(cues.alternatives("document.person_suffix") + "$")
 _PERSON_WORDS = cues.pattern("document.person_word")
-_LOCATION = re.compile(
-    rf"^{cues.alternatives('document.location_before')}\s*|"
-    rf"\s*{cues.alternatives('document.location_after')}$"
-)
 
 
 def clean_surface(text: str) -> tuple[str, list[str]]:
@@ -212,7 +209,7 @@ class DocumentEntities:
         if _PRONOUN.match(name):
             return None  # "把它用于 AlphaFold": "it" names nothing
         # "在英伟达显卡上" names the hardware itself
-        entry = self.lexicon.lookup(name) or self.lexicon.lookup(_LOCATION.sub("", name))
+        entry = self.lexicon.lookup(name) or self.lexicon.lookup(LOCATION_AFFIX.sub("", name))
         if entry is not None:
             return self._register(entry.type, entry.name, [], ev)
         is_persona = is_person(name) if persona is None else persona
