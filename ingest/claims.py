@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from kg import cues
 from kg.lexicon import Mention
 from kg.schema import (
     SOLUTION_TYPES,
@@ -15,52 +16,43 @@ from kg.schema import (
 
 __all__ = ["advice", "claim_relation"]
 
-_RECOMMEND_VERB = (
-    r"(?:(?:we\s+)?(?:recommend|suggest)(?:ed)?(?:\s+using)?|use|try|choose|pick|go\s+with|prefer|"
-    r"推荐(?:使用)?|建议(?:使用|用)?|首选|选择?|使用|用|考虑)"
-)
+_RECOMMEND_VERB = cues.alternatives("document.advice.verb")
 #: "For edge devices: use X", "If you need 8-bit inference, try X", "边缘设备：用 X"
 _ADVICE = (
     re.compile(
-        r"^\s*(?:for|if\s+you(?:\s+(?:need|want|have))?|when(?:\s+you\s+(?:need|want))?)\s+"
+        rf"^\s*{cues.alternatives('document.advice.condition', ('en',))}\s+"
         r"(?P<situation>[^:,.;!?]{2,60}?)\s*[:,]\s*" + _RECOMMEND_VERB + r"\s+",
         re.I,
     ),
     re.compile(
-        r"^\s*(?:对于|如果|若)?(?P<situation>[^：:，,。；;！？]{2,24}?)\s*[：:]\s*"
-        + _RECOMMEND_VERB
-        + r"\s*"
+        rf"^\s*{cues.alternatives('document.advice.condition', ('zh',))}?"
+        r"(?P<situation>[^：:，,。；;！？]{2,24}?)\s*[：:]\s*" + _RECOMMEND_VERB + r"\s*"
     ),
 )
 #: what a situation may name: it is a condition, not a product
 _SITUATIONAL = frozenset(
     {NodeType.HARDWARE, NodeType.PLATFORM, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
 )
-_NEGATION = re.compile(
-    # English cues start a word: "OpenVINO supports" holds no "no support"
-    r"\b(?:not (?:yet )?supported|unsupported|no support|"
-    r"(?:does|do|did)(?:n't| not) (?:support|work|run)|"
-    r"won't|cannot|can't|not available|isn't available)|❌|不支持|暂不支持|无法|不能",
-    re.I,
+# English cues start a word: "OpenVINO supports" holds no "no support"
+_NEGATION = re.compile(cues.alternatives("document.not_supported") + "|❌", re.I)
+_REQUIRE = re.compile(cues.alternatives("document.requires") + "|>=|≥", re.I)
+_ALTERNATIVE = cues.pattern("document.alternative")
+_OWNER = cues.pattern("document.owner_before")
+_OWNER_AFTER = re.compile(r"\s*" + cues.alternatives("document.owner_after"))
+_EXPORT = cues.pattern("document.export_word")
+_LICENSE = cues.pattern("document.licence")
+_CLAUSE_START = re.compile(rf"[.;。；]\s|[,，]\s*{cues.alternatives('document.clause_contrast')}")
+_LISTED_AFTER = re.compile(
+    rf"^(?:\s*(?:,|、|{cues.alternatives('document.list_join')})\s*[\w.+\-]+)*"
 )
-_REQUIRE = re.compile(
-    r"requires?|required|needs?\b|depends? on|dependenc|prerequisite|minimum|at least|>=|≥|"
-    r"must have|需要|依赖|要求|最低|前提",
-    re.I,
+_NEGATED_BEFORE = re.compile(cues.alternatives("document.negated_before"))
+_NEGATED_AFTER = re.compile(
+    rf"\s*{cues.alternatives('document.copula_after')}?\s*"
+    rf"(?:{cues.alternatives('document.negated_after')}|❌)"
 )
-_ALTERNATIVE = re.compile(
-    r"alternative|instead of|replacement|drop-in|compared (?:to|with)|\bvs\.?\b|versus|faster than|"
-    r"better than|than\b|替代|相比|对比|比起|优于|快于",
-    re.I,
-)
-_OWNER = re.compile(
-    r"\b(?:by|from|part of|backed by|maintained by|developed by|created by|built by)\s+(?:the\s+)?$"
-    r"|(?:由|来自)\s*$",
-    re.I,
-)
-_OWNER_AFTER = re.compile(r"\s*(?:'s\b|’s\b|出品|开发|开源|推出|维护)")
-_EXPORT = re.compile(r"export|convert|导出|转换", re.I)
-_LICENSE = re.compile(r"licen[cs]e|许可|协议", re.I)
+_NEGATED_COPULA = re.compile(rf"\s*{cues.alternatives('document.negated_copula')}\b")
+_REQUIRED_AFTER = re.compile(r"[\s\d.+]*" + cues.alternatives("document.required_after"))
+_WITHOUT = re.compile(rf"{cues.alternatives('document.without')}\s*$", re.I)
 _BY_TARGET: dict[NodeType, RelationType] = {
     NodeType.HARDWARE: RelationType.RUNS_ON,
     NodeType.PLATFORM: RelationType.RUNS_ON,
@@ -94,23 +86,21 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     <RelationType.ALTERNATIVE_TO: 'ALTERNATIVE_TO'>
     """
     clause_start = max(
-        (m.start() for m in re.finditer(r"[.;。；]\s|[,，]\s*(?:but|however|但|不过)", text[:at])),
+        (m.start() for m in _CLAUSE_START.finditer(text[:at])),
         default=0,
     )
     before = text[clause_start:at].lstrip(".;。；,， ")
     # what follows the name in its clause, through a list of names ("Linux and Windows are not")
     after = re.split(r"[.;。；,，](?:\s|$)", text[end : end + 80], maxsplit=1)[0]
-    after_verb = re.sub(r"^(?:\s*(?:,|and|or|和|与|、)\s*[\w.+\-]+)*", "", after)
+    after_verb = _LISTED_AFTER.sub("", after)
     if (
         _NEGATION.search(before[-60:])
-        or re.search(r"\bbut not\b|\bnot (?:on|for|with|in)\s*$|(?:不|无法)\S{0,4}$", before[-20:])
-        or re.match(r"\s*(?:is|are|was|were)?\s*(?:not\b|n't\b|unsupported|❌|不|暂不)", after_verb)
-        or re.match(r"\s*(?:isn't|aren't|is not|are not)\b", after)
+        or _NEGATED_BEFORE.search(before[-20:])
+        or _NEGATED_AFTER.match(after_verb)
+        or _NEGATED_COPULA.match(after)
     ):
         return RelationType.NOT_SUPPORTED
-    if re.match(
-        r"[\s\d.+]*(?:or (?:later|newer|above|higher)\s+)?(?:is|are)\s+(?:required|needed)", after
-    ):
+    if _REQUIRED_AFTER.match(after):
         return RelationType.REQUIRES
     if target == NodeType.LICENSE or (
         target != NodeType.ORGANIZATION and _LICENSE.search(before[-40:])
@@ -124,7 +114,7 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
         return RelationType.ALTERNATIVE_TO
     if _EXPORT.search(before[-40:]) and target in (NodeType.FORMAT, NodeType.INFERENCE_ENGINE):
         return RelationType.EXPORTS_TO
-    if re.search(r"(?:没有|无|\bwithout|\bno)\s*$", before, re.I):
+    if _WITHOUT.search(before):
         return RelationType.MENTIONS  # "适合没有 GPU 的服务器", "works without a GPU"
     if _REQUIRE.search(before[-50:]):
         return RelationType.REQUIRES

@@ -15,27 +15,25 @@ import re
 
 from ingest.patterns import RECOMMEND_CUE
 from ingest.resolve import DocumentEntities
+from kg import cues
 from kg.lexicon import Mention
 from kg.schema import SOLUTION_TYPES, Evidence, NodeType, RelationType
 
 __all__ = ["cue_recommendations", "segments"]
 
-SUITS_AFTER = re.compile(
-    r"更适合|最适合|是首选|很好|更好|最好|是王者|是未来趋势|"
-    r"\b(?:is|are) (?:the )?(?:best|better|first choice|a good fit)\b|\bsuits?\b",
-    re.I,
-)
+SUITS_AFTER = cues.pattern("document.suits_after")
 NEGATED_SWITCH = re.compile(
-    r"(?:别|不要|不必|没必要|无需|don't|do not|no need to)\s*(?:非要|一定要|急着)?\s*"
-    r"(?:切换到|换到|换成|切到|转到|switch(?:ing)? to|move to|migrate to)",
+    rf"{cues.alternatives('document.switch.negation')}\s*"
+    rf"{cues.alternatives('document.switch.insist')}?\s*{cues.alternatives('document.switch.verb')}",
     re.I,
 )
 _LEAD = re.compile(
-    r"^[\s•\-*\d.、]*(?:但是?|而且?|所以|因此|不过|则)?\s*"
-    r"(?:如果你?|若是?|假如|要是|当你?|对于|if you|if|when|for|but|so)?\s*",
+    rf"^[\s•\-*\d.、]*{cues.alternatives('document.lead_connective')}?\s*"
+    rf"{cues.alternatives('document.lead_condition')}?\s*",
     re.I,
 )
-_SEPARATOR = re.compile(r"^[\s、,，/+和或与及and or]*$", re.I)
+_SEPARATOR = re.compile(rf"^(?:[\s、,，/+]|{cues.alternatives('document.list_join')})*$", re.I)
+_SITUATION_TAIL = re.compile(rf"{cues.alternatives('document.situation_tail')}+$")
 _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
 
 
@@ -63,7 +61,7 @@ def segments(text: str) -> list[tuple[int, int]]:
 
 def _situation_text(text: str) -> str:
     name = _LEAD.sub("", text).strip(' “”"「」：:。')
-    name = re.sub(r"(?:优先|首先|最好|[先再就也还都则要应可])+$", "", name)
+    name = _SITUATION_TAIL.sub("", name)
     return name if 2 <= len(name) <= 48 else ""
 
 

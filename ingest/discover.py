@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
@@ -43,46 +44,15 @@ __all__ = [
 ]
 
 #: Words that head README sections and feature labels: a phrase made only of them is no name.
-README_WORDS = frozenset(
-    """
-    about acknowledgement acknowledgements advanced api apis app architecture backend backends
-    benchmark benchmarks blog build building changelog changes citation cite citing community
-    compatibility complete configuration contact contents contributing contribution
-    contributors core default deploy deployment description design details developer
-    developers development docs documentation download downloads ecosystem example examples
-    export faq feature features further getting guide guides hardware help highlights home how
-    index inference install installation integration integrations introduction issues key
-    latest learn license licence links main model models more new news note notes overview
-    performance platform platforms prerequisites project projects quick quickstart reference
-    references related release releases requirements resources roadmap run running sample
-    samples search security setup software source sponsors start started status support
-    supported system table team testing tests toc tools training troubleshooting tutorial
-    tutorials update updates usage use using version versions what why with your the a an and
-    or of for to in on by from our we you it this that these those is are be can ai ml llm
-    llms gpu gpus cpu cpus ui cli sdk os agents agent fast lean classic general simple easy
-    full default
-    """.split()  # noqa: SIM905 - a word list reads best as words
-)
-_FUNCTION_START = re.compile(
-    r"^(?:the|a|an|we|our|you|your|it|its|this|that|these|those|they|their|he|she|i|my|me|us|"
-    r"how|what|why|when|where|which|who|if|then|so|but|and|or|also|just|only|please|note|"
-    r"here|there|all|any|some|each|every|no|not|more|most|many|much|such|very|see|check|"
-    r"click|use|using|run|install|get|try|read|learn|join|follow|make|let|lets|new|as|for|to|"
-    r"in|on|at|by|with|from|adding|deploying|building|citing|getting|running|installing|"
-    r"choosing|training|them|him|her|yours|ours|theirs|mine|itself|themselves|someone|"
-    r"something|everything|nothing)\b",
-    re.I,
-)
-_MONTHS = (
-    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
-)
+README_WORDS = frozenset(cues.words("names.readme_words", "en"))
+_FUNCTION_START = re.compile(rf"^{cues.alternatives('names.function_start')}\b", re.I)
+_MONTHS = cues.alternatives("names.month")
 _NOT_A_NAME = re.compile(
     r"^[\d\s.,:;%×+\-–/()~≈<>=]+[xX]?$"  # numbers, ranges, versions, "2x"
     r"|^v?\d+(?:\.\d+)+\w*$"  # v0.1.0
     r"|^\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes?|[kmb]|bn|bpw|bits?|gb/s|tok/s|t/s|ms|s|h|min|%)$"
     rf"|^(?:{_MONTHS})\b[\s\d,]*$|^\d{{4}}[-/.]\d{{1,2}}(?:[-/.]\d{{1,2}})?$|^\d{{4}}$"
-    r"|^\d+\s*(?:年|月|日|倍|卡|个|张)"
+    rf"|^\d+\s*{cues.alternatives('names.count_classifier')}"
     r"|^[KMGTP]i?B$|^(?:float|int|uint|fp|bf)\d+$",
     re.I,
 )
@@ -91,12 +61,13 @@ _MARKUP = re.compile(
     re.I,
 )
 _CONJUNCTION = re.compile(
-    r"\s(?:and|or|with|without|for|of|vs\.?|&)\s|\s(?:a|an|the|from|to|into|by|in|on|your|our)\s|"
-    r"[和与及或]|/",
+    rf"\s{cues.alternatives('names.joining_word')}\s|\s{cues.alternatives('names.article_word')}\s|"
+    rf"{cues.alternatives('document.list_join', ('zh',))}|/",
 )
 _PLACEHOLDER = re.compile(
-    r"^(?=[A-Z0-9_]*[A-Z]{3})[A-Z0-9]+(?:_[A-Z0-9]+)+$|(?i:^(?:xxx+|todo|fixme|tbd|foo|bar|baz|"
-    r"example|placeholder|your[\w-]*)$)|^v\d{1,2}$|(?i:^\d+[-\s]?(?:bits?|bpw|b|x|k|m|gb|mb)$)|"
+    r"^(?=[A-Z0-9_]*[A-Z]{3})[A-Z0-9]+(?:_[A-Z0-9]+)+$|"
+    rf"(?i:^{cues.alternatives('names.placeholder')}$)|^v\d{{1,2}}$|"
+    r"(?i:^\d+[-\s]?(?:bits?|bpw|b|x|k|m|gb|mb)$)|"
     r"^[a-z]\.[a-z]\.?$",
 )
 _SENTENCE_PUNCT = re.compile(r"[,;!?，。；！？、]|[.:](?=\s)|\s[-–—]\s")
@@ -122,70 +93,32 @@ _DEFINITION = re.compile(
     r"^(?P<name>[A-Za-z][\w.+\-]{0,39}(?:\s[A-Z][\w.+\-]{0,29}){0,3}?|[\u4e00-\u9fff]{2,8})"
     r"\s*(?:[（(](?P<alias>[^）)]{1,40})[）)])?\s*"
     # an English verb is a word of its own: "This design …" is no "Th" that "is"
-    r"(?P<verb>(?<=[\s)）])(?:is|are|was)\b|(?<=[\s)）])(?:provides|enables|lets|allows|offers|"
-    r"brings|makes|supports|helps)\b|是|为|提供|支持|让|可以|能够|致力于|旨在)",
+    rf"(?P<verb>{cues.alternatives('names.definition_verb')})",
 )
-_IS_A = re.compile(r"^(?:is|are|was|是|为)$")
-_NEWS = re.compile(rf"^\[?\d{{4}}[/.\-]\d{{1,2}}|^(?:{_MONTHS})\b.*\d{{4}}|^\d{{4}}年", re.I)
-_NEWS_SECTION = re.compile(
-    r"news|changelog|change log|updates?|release notes|what's new|新闻|动态|更新|日志|热点", re.I
+_IS_A = re.compile(rf"^{cues.alternatives('names.is_a')}$")
+_NEWS = re.compile(
+    rf"^\[?\d{{4}}[/.\-]\d{{1,2}}|^(?:{_MONTHS})\b.*\d{{4}}|^{cues.alternatives('names.news_date')}",
+    re.I,
 )
+_NEWS_SECTION = cues.pattern("names.news_section")
 
 _TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
-    (re.compile(r"\bformat\b|格式", re.I), NodeType.FORMAT),
-    (
-        re.compile(
-            r"训练引擎|训练框架|训练平台|微调框架|微调工具|training (?:engine|framework)", re.I
-        ),
-        NodeType.FRAMEWORK,
-    ),
-    (
-        re.compile(
-            r"inference (?:engine|server|library|framework|runtime)|serving|model server|"
-            r"\bruntime\b|\bengine\b|推理引擎|推理框架|推理库|推理服务|服务框架|运行时|引擎",
-            re.I,
-        ),
-        NodeType.INFERENCE_ENGINE,
-    ),
-    (re.compile(r"\bframeworks?\b|框架", re.I), NodeType.FRAMEWORK),
-    (
-        re.compile(
-            r"\blibrar(?:y|ies)\b|\bpackage\b|\bsdk\b|\bextension\b|\bwrappers?\b|库|工具包", re.I
-        ),
-        NodeType.LIBRARY,
-    ),
-    (
-        re.compile(
-            r"\btool(?:kit|s)?\b|\bapp(?:lication)?\b|\bplatform\b|\bstudio\b|\bcli\b|\bui\b|"
-            r"\bserver\b|\bservice\b|工具|平台|应用",
-            re.I,
-        ),
-        NodeType.TOOL,
-    ),
-    (
-        re.compile(r"\b(?:gpu|cpu|npu|tpu|chip|accelerator|processor)s?\b|芯片|显卡|处理器", re.I),
-        NodeType.HARDWARE,
-    ),
-    (
-        re.compile(
-            r"\btechniques?\b|\bmethods?\b|\balgorithms?\b|\boptimizers?\b|算法|方法|技术", re.I
-        ),
-        NodeType.TECHNIQUE,
-    ),
-    (re.compile(r"\bmodels?\b|\bllms?\b|模型", re.I), NodeType.MODEL),
+    (cues.pattern("names.type.format"), NodeType.FORMAT),
+    (cues.pattern("names.type.training"), NodeType.FRAMEWORK),
+    (cues.pattern("names.type.engine"), NodeType.INFERENCE_ENGINE),
+    (cues.pattern("names.type.framework"), NodeType.FRAMEWORK),
+    (cues.pattern("names.type.library"), NodeType.LIBRARY),
+    (cues.pattern("names.type.tool"), NodeType.TOOL),
+    (cues.pattern("names.type.hardware"), NodeType.HARDWARE),
+    (cues.pattern("names.type.technique"), NodeType.TECHNIQUE),
+    (cues.pattern("names.type.model"), NodeType.MODEL),
 ]
 _NAME_HEAD: list[tuple[re.Pattern[str], NodeType]] = [
-    (re.compile(r"(?:Framework|框架)$", re.I), NodeType.FRAMEWORK),
-    (
-        re.compile(r"(?:Server|Runtime|Engine|Serving|Provider|Inference)$", re.I),
-        NodeType.INFERENCE_ENGINE,
-    ),
-    (re.compile(r"(?:Library|Lib|SDK|\.js|\.cpp|\.py)$", re.I), NodeType.LIBRARY),
-    (re.compile(r"(?:Toolkit|Studio|App|CLI|Desktop|Hub|Cloud)$", re.I), NodeType.TOOL),
-    (
-        re.compile(r"^(?:RTX|GTX|Jetson|Tesla|Radeon|Instinct|Gaudi|Xeon|Core|Arc)\b", re.I),
-        NodeType.HARDWARE,
-    ),
+    (re.compile(cues.alternatives("names.head.framework") + "$", re.I), NodeType.FRAMEWORK),
+    (re.compile(cues.alternatives("names.head.engine") + "$", re.I), NodeType.INFERENCE_ENGINE),
+    (re.compile(cues.alternatives("names.head.library") + "$", re.I), NodeType.LIBRARY),
+    (re.compile(cues.alternatives("names.head.tool") + "$", re.I), NodeType.TOOL),
+    (re.compile(rf"^{cues.alternatives('names.head.hardware')}\b", re.I), NodeType.HARDWARE),
     (re.compile(r"^[ABHL]\d{2,3}$|^MI\d{3}|^B\d{3}$"), NodeType.HARDWARE),
 ]
 
@@ -227,7 +160,7 @@ def type_from_description(text: str) -> NodeType | None:
     """
     # English puts the head noun first ("a library for efficient inference" is a library),
     # Chinese last ("专为 MoE 模型打造的训练引擎" is an engine): the first clause decides
-    clause = re.split(r"[，。；;]|, (?:and|which|with)\b|\. ", text[:200], maxsplit=1)[0]
+    clause = _FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0]
     chinese = len(_CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
     best: tuple[int, NodeType] | None = None
     for pattern, node_type in _TYPE_WORDS:
@@ -460,9 +393,7 @@ def _spelled(key: str, units: list[EvidenceUnit]) -> str | None:
 def _defined_type(name: str, units: list[EvidenceUnit]) -> NodeType | None:
     for unit in units:
         if unit.text.startswith(name):
-            m = re.match(
-                r"\s*(?:[（(][^）)]*[）)])?\s*(?:is|are|是|为)\s*(.*)", unit.text[len(name) :]
-            )
+            m = _DEFINED_AS.match(unit.text[len(name) :])
             if m and (found := type_from_description(m.group(1))) is not None:
                 return found
     return None
@@ -585,7 +516,7 @@ def _abbreviates(short: str, long: str) -> bool:
     return all(any(c == w for c in it) for w in wanted)
 
 
-_DESCRIBED = re.compile(r"^(?:an?|the|one|一个|一款|一种)\s", re.I)
+_DESCRIBED = re.compile(rf"^{cues.alternatives('names.described')}\s", re.I)
 
 
 def _first_column_names(
@@ -610,10 +541,13 @@ def _first_column_names(
                     )
 
 
-_ENGLISH_SUFFIX = re.compile(
-    r"(?:ity|ion|ions|ing|ed|al|ous|ive|able|ible|ment|ness|ar|er|ers|or|ors|ly|ic|ics|ure|"
-    r"ance|ence|ent|ant|ize|ise|ful|less|ship|ty|ry|cy|ism|ist|age|ate|ude)$"
+#: where a description's first clause ends: ", and …", ", which …", ". "
+_FIRST_CLAUSE_END = re.compile(rf"[，。；;]|, {cues.alternatives('names.clause_join')}\b|\. ")
+#: "X (…) is …": what a definition says X is
+_DEFINED_AS = re.compile(
+    rf"\s*(?:[（(][^）)]*[）)])?\s*{cues.alternatives('document.copula')}\s*(.*)"
 )
+_ENGLISH_SUFFIX = re.compile(cues.alternatives("names.word_suffix") + "$")
 
 
 def common_word(word: str, plain_words: AbstractSet[str]) -> bool:

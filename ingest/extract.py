@@ -34,6 +34,7 @@ from ingest.patterns import (
     residual_text,
 )
 from ingest.resolve import DocumentEntities, split_names
+from kg import cues
 from kg.documents import Block, BlockKind, Document
 from kg.lexicon import Lexicon
 from kg.schema import (
@@ -154,7 +155,12 @@ def _table(found: DocumentEntities, block: Block) -> None:
 
 #: a column title that is a name ("Xinference", "FastChat", "Ray Serve"), not a measure
 _NAME_SHAPED = re.compile(r"^[A-Z][\w.+\-]*(?: [A-Z\d][\w.+\-]*){0,2}$")
-_MARK = re.compile(r"^\W*(?:✅|✔|✓|☑|❌|✗|✘|✖|⛔|yes|no)\W*$", re.I)
+_MARK = re.compile(
+    rf"^\W*(?:✅|✔|✓|☑|❌|✗|✘|✖|⛔|{cues.alternatives('document.mark_word')})\W*$", re.I
+)
+_USERS = cues.pattern("document.users")
+_REASON = cues.pattern("document.reason")
+_LISTED = re.compile(rf"(?:[\s、,，/+]|{cues.alternatives('document.list_join', ('zh',))})*")
 
 
 def _feature_matrix(block: Block) -> bool:
@@ -382,12 +388,12 @@ def _definition_subject(
     """A list head `初学者/学生：` names a situation; `TF的主要用户是：` names an entity's users."""
     ev = found.evidence(span[0], span[0] + len(term), block.heading_path)
     mentions = found.find_mentions(term)
-    if mentions and re.search(r"用户|适合|适用|users|for whom|suits", term, re.I):
+    if mentions and _USERS.search(term):
         return found.resolve(mentions[0].surface, ev)
     situational = {NodeType.HARDWARE, NodeType.PERSONA, NodeType.SCENARIO, NodeType.CRITERION}
     if any(found.mention_type(m) not in situational for m in mentions):
         return None
-    if re.search(r"因为|原因|because|reasons?", term, re.I):
+    if _REASON.search(term):
         return None
     return found.situation(term, ev)
 
@@ -559,9 +565,7 @@ def _definition_clause(
             continue
         if NEGATION.search(body[: mention.start]) or _in_parentheses(body, mention.start):
             continue
-        listed = last_end >= 0 and re.fullmatch(
-            r"[\s、,，/+和或与及]*", body[last_end : mention.start]
-        )
+        listed = last_end >= 0 and _LISTED.fullmatch(body[last_end : mention.start])
         if RECOMMEND_CUE.search(body[: mention.start]) or mention.start == 0 or listed:
             targets.append(target)
             last_end = mention.end
@@ -600,15 +604,12 @@ def _in_parentheses(text: str, index: int) -> bool:
 
 
 _TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
-    (
-        re.compile(r"推理引擎|推理框架|inference engine|serving engine", re.I),
-        NodeType.INFERENCE_ENGINE,
-    ),
-    (re.compile(r"框架|framework", re.I), NodeType.FRAMEWORK),
-    (re.compile(r"库|library", re.I), NodeType.LIBRARY),
-    (re.compile(r"工具|tool", re.I), NodeType.TOOL),
+    (cues.pattern("document.definition_type.engine"), NodeType.INFERENCE_ENGINE),
+    (cues.pattern("document.definition_type.framework"), NodeType.FRAMEWORK),
+    (cues.pattern("document.definition_type.library"), NodeType.LIBRARY),
+    (cues.pattern("document.definition_type.tool"), NodeType.TOOL),
 ]
-_IS_A = re.compile(r"^\s*(?:是一个|是一款|是一种|是|is an?|is the)\s*", re.I)
+_IS_A = re.compile(rf"^\s*{cues.alternatives('document.is_a')}\s*", re.I)
 
 
 def _type_definitions(found: DocumentEntities, start: int, clause: str) -> None:

@@ -49,7 +49,9 @@ from ingest.link_cache import (
     units_digest,
 )
 from ingest.names import NameMatcher, flex_pattern
+from ingest.patterns import LOCATION_AFFIX
 from ingest.resolve import is_person
+from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon, Mention
 from kg.schema import (
@@ -69,13 +71,8 @@ __all__ = ["CorpusLinks", "NameMatcher", "advice", "claim_relation", "flex_patte
 
 _PREDICATE = re.compile(
     # "FlashAttention-2 (beta)", "FlashAttention-2 with CUDA": a short qualifier, then the verb
-    r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:(?:with|for|on) [\w.+\-]+ )?"
-    r"(?:'s\b|is\b|are\b|was\b|were\b|has\b|have\b|can\b|will\b|"
-    r"now\b|also\b|currently\b|only\b|supports?\b|provides?\b|enables?\b|allows?\b|lets\b|"
-    r"uses?\b|runs?\b|offers?\b|includes?\b|requires?\b|needs?\b|works?\b|brings?\b|makes?\b|"
-    r"helps?\b|delivers?\b|achieves?\b|accelerates?\b|reduces?\b|adds?\b|comes?\b|ships?\b|"
-    r"does\b|doesn't\b|[:：]|是|为|提供|支持|可以|能|让|采用|使用|需要|已|将|基于|通过|现已|"
-    r"不|仅|只|目前|还|也|在|会|把|对|适合|适用|用于|跑|运行|先|的)"
+    rf"\s*(?:[（(][^）)]{{0,40}}[）)])?\s*(?:{cues.alternatives('document.predicate_qualifier')} "
+    rf"[\w.+\-]+ )?(?:{cues.alternatives('document.predicate')}|[:：])"
 )
 #: What a lead term or a heading can make a unit about: things one uses, not a platform, a
 #: piece of hardware, a criterion or a concept ("Hardware: …", "## macOS, Linux, WSL",
@@ -92,9 +89,7 @@ _SUBJECT_PREFIXES = frozenset(
         NodeType.PARALLEL_STRATEGY,
     )
 )
-_HEADING_LEAD = re.compile(
-    r"^(?:what is|why|using|use|about|introducing|使用|为什么选择|关于)\s*", re.I
-)
+_HEADING_LEAD = re.compile(rf"^{cues.alternatives('document.heading_lead')}\s*", re.I)
 
 
 @dataclass
@@ -343,7 +338,9 @@ def link_corpus(
     return CorpusLinks(extraction=extraction, units=linked, subjects=subjects, cache=cache)
 
 
-_DEFINES = re.compile(r"\s*(?:[（(][^）)]{0,40}[）)])?\s*(?:is|are|是|为)\b", re.I)
+_DEFINES = re.compile(
+    rf"\s*(?:[（(][^）)]{{0,40}}[）)])?\s*{cues.alternatives('document.copula')}\b", re.I
+)
 
 
 def _own_subject(
@@ -532,7 +529,7 @@ def _situation(
     """The node a situation names: the lexicon's hardware or platform ("on Windows"), else a
     Persona ("beginners") or Scenario node of its own; with the entity to add where the corpus
     has none by that id."""
-    bare = re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name, flags=re.I)
+    bare = LOCATION_AFFIX.sub("", name)
     entry = lexicon.lookup(name) or lexicon.lookup(bare)
     if entry is not None:
         made = Entity(id=entry.id, type=entry.type, name=entry.name)
@@ -642,7 +639,7 @@ def _sentence_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, in
 
 _CLAUSE = re.compile(r"[^，,；;。：:]+")
 #: "…的前端推理引擎 Paddle.js": a description ending in what kind of thing the name is
-_APPOSITIVE = re.compile(r"的[^的]{0,10}(?:引擎|库|框架|工具|平台|系统|套件|服务)\s*$")
+_APPOSITIVE = re.compile(cues.alternatives("document.appositive"))
 
 
 def _clause_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, int, str]]:

@@ -1,11 +1,14 @@
 """Language patterns shared by the extractors: recommendation cues, negation, rankings, arrows.
 
-These are generic Chinese/English writing patterns, not facts about any article.
+Built from the cue words of `kg.cues` (one file per language); generic writing patterns, not facts
+about any article.
 """
 
 from __future__ import annotations
 
 import re
+
+from kg import cues
 
 __all__ = [
     "ARROW",
@@ -14,6 +17,7 @@ __all__ = [
     "DEFAULT_CUE",
     "DISCOURSE_LABEL",
     "EXPORT_CUE",
+    "LOCATION_AFFIX",
     "NEGATION",
     "NOT_RECOMMENDED_NOTE",
     "PAIRING_CUE",
@@ -30,39 +34,34 @@ ARROW = re.compile(r"\s*(?:─*→|->|=>|⇒|──+>)\s*")
 #: Clause breaks: semicolons, and line breaks except a soft wrap inside a sentence (a line
 #: ending in a word, a CJK character or a joining mark goes on: "管理用\naccelerate").
 CLAUSE_SPLIT = re.compile(r"[；;]|(?<![\w\u4e00-\u9fff+、，,（(/])\n")
-RECOMMEND_CUE = re.compile(
-    r"首选|推荐|建议|选|(?<![易使作适常通实应费运不])用|转|考虑|主力|补充|关注|可以学习|上手|"
-    r"\b(?:use|choose|pick|prefer|recommend(?:ed)?|go with|try|switch to|consider|start with)\b",
+RECOMMEND_CUE = cues.pattern("document.recommend")
+NEGATION = re.compile(rf"{cues.alternatives('document.negation')}\s*\S{{0,6}}$", re.I)
+NOT_RECOMMENDED_NOTE = cues.pattern("document.not_recommended_note")
+CONTRAST = cues.pattern("document.contrast")
+DISCOURSE_LABEL = cues.pattern("document.discourse_label")
+EXPORT_CUE = cues.pattern("document.export")
+DEFAULT_CUE = cues.pattern("document.default")
+PAIRING_CUE = cues.pattern("document.pairing")
+#: "在 Linux 上", "on edge devices": the words around a place's name
+LOCATION_AFFIX = re.compile(
+    rf"^{cues.alternatives('document.location_before')}\s*|"
+    rf"\s*{cues.alternatives('document.location_after')}$",
     re.I,
 )
-NEGATION = re.compile(
-    r"(?:别|不要|不推荐|避免|已不推荐|勿|不用|don't|do not|avoid|not recommended|never)\s*\S{0,6}$",
-    re.I,
-)
-NOT_RECOMMENDED_NOTE = re.compile(r"已不推荐|不推荐|不建议|deprecated|not recommended", re.I)
-CONTRAST = re.compile(r"但是|但|然而|不过|\b(?:but|however|although)\b", re.I)
-DISCOURSE_LABEL = re.compile(
-    r"总结|定义|提醒|注意|示例|例如|比如|指标|目录|导读|参考|延伸|"
-    r"\b(?:summary|note|tip|example|e\.g|tl;?dr|definition|see also|reference)\b",
-    re.I,
-)
-EXPORT_CUE = re.compile(r"导出|export(?:s|ed)?\s*(?:to)?|转换为|convert(?:ed)?\s+to", re.I)
-DEFAULT_CUE = re.compile(r"默认|为主|核心模式|default|by default|primarily|mainly", re.I)
-PAIRING_CUE = re.compile(r"搭配|配合|together with|paired with|combined with", re.I)
 RANK_OPERATOR = re.compile(r"^\s*(>>|>=|≥|>|＞＞|＞)\s*$")
+_RANGE = rf"(?:[–\-~～]|{cues.alternatives('value.range_to')})"
 SCALE_VALUE = re.compile(
-    r"[<>≤≥]?\s*\d+\s*(?:[–\-~～至到]\s*\d+\s*)?(?:卡|GPUs?|nodes?|节点|机)", re.I
+    rf"[<>≤≥]?\s*\d+\s*(?:{_RANGE}\s*\d+\s*)?{cues.alternatives('value.scale_unit')}", re.I
 )
 SPEEDUP_VALUE = re.compile(
-    r"\d+(?:\.\d+)?\s*(?:[–\-~～至到]\s*\d+(?:\.\d+)?\s*)?(?:倍|x\b|×)", re.I
+    rf"\d+(?:\.\d+)?\s*(?:{_RANGE}\s*\d+(?:\.\d+)?\s*)?(?:{cues.alternatives('value.times')}|×)",
+    re.I,
 )
 VERSION_AFTER = re.compile(r"^\s*(\d+(?:\.\d+)*(?:\.x)?|\d+\.x)")
 
 _ROLE_WORDS: dict[str, re.Pattern[str]] = {
-    "scale": re.compile(r"规模|scale|size|卡数|集群", re.I),
-    "use": re.compile(
-        r"适用|用途|场景|用于|适合|作用|定位|use|best for|purpose|scenario|when", re.I
-    ),
+    "scale": cues.pattern("document.column.scale"),
+    "use": cues.pattern("document.column.use"),
 }
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ingest.patterns import LOCATION_AFFIX
+from kg import cues
 from kg.documents import Document
 from kg.lexicon import Lexicon, Mention, surface_pattern
 from kg.schema import (
@@ -26,11 +28,12 @@ from kg.schema import (
 __all__ = ["DocumentEntities", "clean_surface", "looks_like_name", "split_names"]
 
 _PAREN = re.compile(r"[（(]([^）)]*)[）)]")
-_NAME_SPLIT = re.compile(r"\s*(?:\+|/|、|,|，|;|；|\bor\b|\band\b|或|和|与|及)\s*")
-_PERSON_SUFFIX = re.compile(r"(者|员|师|生|人|手|团队|开发者)$")
-_PERSON_WORDS = re.compile(
-    r"\b(students?|researchers?|engineers?|developers?|beginners?|scientists?|teams?)\b", re.I
+_NAME_SPLIT = re.compile(
+    rf"\s*(?:\+|/|、|,|，|;|；|\b{cues.alternatives('document.list_join', ('en',))}\b|"
+    rf"{cues.alternatives('document.list_join', ('zh',))})\s*"
 )
+_PERSON_SUFFIX = re.compile(cues.alternatives("document.person_suffix") + "$")
+_PERSON_WORDS = cues.pattern("document.person_word")
 
 
 def clean_surface(text: str) -> tuple[str, list[str]]:
@@ -53,8 +56,7 @@ def clean_surface(text: str) -> tuple[str, list[str]]:
 
 #: a pronoun, perhaps after a verb particle ("把它", "this"): it refers, it names nothing
 _PRONOUN = re.compile(
-    r"^(?:把|将|让|给|对|用|拿)?\s*(?:它们?|其|这(?:个|些|里)?|那(?:个|些|里)?|此|该|他们?|她们?|"
-    r"it|its|this|that|these|those|they|them)\s*$",
+    rf"^{cues.alternatives('document.pronoun_particle')}?\s*{cues.alternatives('document.pronoun')}\s*$",
     re.I,
 )
 
@@ -207,9 +209,7 @@ class DocumentEntities:
         if _PRONOUN.match(name):
             return None  # "把它用于 AlphaFold": "it" names nothing
         # "在英伟达显卡上" names the hardware itself
-        entry = self.lexicon.lookup(name) or self.lexicon.lookup(
-            re.sub(r"^(?:在|于|on|in)\s*|\s*(?:上|中|里|内|端)$", "", name)
-        )
+        entry = self.lexicon.lookup(name) or self.lexicon.lookup(LOCATION_AFFIX.sub("", name))
         if entry is not None:
             return self._register(entry.type, entry.name, [], ev)
         is_persona = is_person(name) if persona is None else persona

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.jieba_dict import JiebaDictionary, open_dictionary
+from kg import cues
 
 __all__ = [
     "CJK_PARTICLES",
@@ -31,7 +32,7 @@ _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[A-Za-z0-9]+(?:[._\-&/+#][A-Za-z0-9]+)*[+#]*")
 _PART = re.compile(r"[a-z0-9]+")
 _HAS_CJK = re.compile(f"[{_CJK}]")
-_ABBREV = {"vs", "e.g", "i.e", "etc", "cf", "mr", "dr", "no", "fig", "al", "approx"}
+_ABBREV = set(cues.words("words.abbreviation", "en"))
 _SENTENCE_END = re.compile(r"[。！？；!?]+|;(?=\s)|\.(?=\s|$)|…+|\n")
 _CLOSERS = "”’\"'）)」』】]"
 #: How often a word taught to jieba (`Tokenizer.add_terms`) counts: it wins over its parts.
@@ -40,24 +41,16 @@ _TERM_FREQ = 2_000_000
 # -- stopwords ----------------------------------------------------------------------------------
 #: Single CJK characters that carry no retrieval signal; `Tokenizer` drops them (jieba's search
 #: mode emits them on their own).
-CJK_PARTICLES = frozenset("的了是在和与及或也都就而等把被对从到为以于之其这那个吗呢啊")
+CJK_PARTICLES = frozenset(cues.words("words.particles", "zh"))
 #: Chinese function words of a question: they say what it asks, not what it is about.
-_QUESTION_WORDS_ZH = frozenset(
-    {"什么", "哪个", "怎么", "如何", "是否", "可以", "应该", "需要", "还是", "一个", "这个"}
-    | {"那个", "文章"}
-)
-_QUESTION_WORDS_EN = frozenset(
-    {"the", "a", "an", "is", "are", "was", "were", "be", "to", "of", "in", "on", "for", "and"}
-    | {"or", "with", "what", "which", "how", "why", "does", "do", "did", "i", "we", "you", "my"}
-    | {"our", "it", "this", "that", "should", "can", "could", "would", "about", "according"}
-)
+_QUESTION_WORDS_ZH = frozenset(cues.words("words.question", "zh"))
+_QUESTION_WORDS_EN = frozenset(cues.words("words.question", "en"))
 #: Tokens a question shares with a text without sharing its subject (the composer's overlaps).
-QUESTION_STOPWORDS = _QUESTION_WORDS_ZH | _QUESTION_WORDS_EN | {"哪些", "为什么", "有没有", "多少"}
-#: Chinese bigrams that say nothing about a situation (retrieval's facets of situation names).
-FUNCTION_BIGRAMS = _QUESTION_WORDS_ZH | frozenset(
-    {"选择", "使用", "我们", "你的", "我的", "时候", "如果", "或者", "以及", "进行", "没有"}
-    | {"不是", "就是", "已经"}
+QUESTION_STOPWORDS = (
+    _QUESTION_WORDS_ZH | _QUESTION_WORDS_EN | set(cues.words("words.question_more", "zh"))
 )
+#: Chinese bigrams that say nothing about a situation (retrieval's facets of situation names).
+FUNCTION_BIGRAMS = _QUESTION_WORDS_ZH | frozenset(cues.words("words.function_bigrams", "zh"))
 
 
 # -- spans and sentences ------------------------------------------------------------------------

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
+from kg import cues
 from kg.schema import NodeType, normalize_name
+from qa import weights as W
 from qa.frame import QuestionFrame, named_things
 from qa.schema import (
     AbstainReason,
@@ -18,12 +20,10 @@ from qa.units import RankedUnit
 
 __all__ = ["Answerability"]
 
-_MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|\d\s?(?:USD|EUR|美元|元)\b|per hour|/hr\b|每小时", re.I)
+_MONEY_TEXT = re.compile(r"[$€£¥]\s?\d|" + cues.alternatives("value.money"), re.I)
 
 
-_RATE_TEXT = re.compile(
-    r"\d\s*(?:tokens?/s|tok/s|t/s|tokens? per second|it/s)|tokens? per second|每秒", re.I
-)
+_RATE_TEXT = cues.pattern("value.rate")
 
 
 _VAGUE_PREFIXES = frozenset(
@@ -107,7 +107,7 @@ class Answerability(UnitIndex):
         things = {e for e in linked if e in self.graph and self.graph.entity(e).type in CHOOSABLE}
         if frame.quantity is not None:
             pattern = _MONEY_TEXT if frame.quantity == "money" else _RATE_TEXT
-            top = [r.unit for r in ranked[:12]]
+            top = [r.unit for r in ranked[: W.QUANTITY_UNITS]]
             about = [
                 u for u in top if not things or u.subject in things or things & set(u.mentions)
             ]

@@ -12,6 +12,7 @@ from collections.abc import Set
 from ingest.units import stem_text
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
+from qa import weights as W
 from qa.frame import QuestionFrame
 from qa.options import resolve_options
 from qa.unit_index import CHOOSABLE, SOFTWARE, UnitIndex
@@ -42,7 +43,7 @@ class CandidateScorer(UnitIndex):
             if options or (frame.measured and not frame.choice):
                 return options, []
         wanted = frame.types
-        top = ranked[:30]
+        top = ranked[: W.CANDIDATE_UNITS]
         best = top[0].score if top else 1.0
         contributions: dict[str, list[float]] = defaultdict(list)
         support: dict[str, list[EvidenceUnit]] = defaultdict(list)
@@ -50,10 +51,9 @@ class CandidateScorer(UnitIndex):
         for r in top:
             weight = r.score / best
             unit = r.unit
-            subject_named = unit.subject in named
+            # its subject and the things it names, each by how much of the question its clause holds
             shares = [(unit.subject, 1.0)] + [
-                (m, (0.8 if subject_named else 0.35) * self._clause_share(unit, m, clause_terms))
-                for m in unit.mentions
+                (m, self._clause_share(unit, m, clause_terms)) for m in unit.mentions
             ]
             for eid, share in shares:
                 if eid is None:
@@ -67,7 +67,7 @@ class CandidateScorer(UnitIndex):
         # the best unit counts fully, the others less and less: many loose matches in a long
         # README must not outweigh the one unit that says what the question asks
         evidence = {
-            eid: sum(v * 0.5**i for i, v in enumerate(sorted(values, reverse=True)))
+            eid: sum(v * W.EVIDENCE_DECAY**i for i, v in enumerate(sorted(values, reverse=True)))
             for eid, values in contributions.items()
         }
         names = [
@@ -78,7 +78,10 @@ class CandidateScorer(UnitIndex):
         weights = {t: w for t, w in weights.items() if t not in excluded}
         # the documents that best match the question, taken whole: their subjects are candidates
         profile: dict[str, float] = {}
-        for doc, score in bilingual_search(self.search.doc_lexical, weights, 4, own=frame.text):
+        best_docs = bilingual_search(
+            self.search.doc_lexical, weights, W.PROFILE_DOCUMENTS, own=frame.text
+        )
+        for doc, score in best_docs:
             subject = self._doc_subject.get(doc)
             target = self._admit(subject, named, wanted, subject=True) if subject else None
             if target is not None:
@@ -87,7 +90,7 @@ class CandidateScorer(UnitIndex):
                 # a document about a thing the question names ("飞桨生态里…"): the answer is one of
                 # the things it presents; its own best units say which
                 for eid in {t for t in evidence if any(u.doc == doc for u in support[t])}:
-                    profile[eid] = max(profile.get(eid, 0.0), score * 0.9)
+                    profile[eid] = max(profile.get(eid, 0.0), score)
         if not evidence and not profile:
             return [], []
         top_evidence = max(evidence.values(), default=1.0) or 1.0
@@ -112,32 +115,24 @@ class CandidateScorer(UnitIndex):
         unmet: dict[str, int] = {}
         for eid in pool:
             node_type = self.graph.entity(eid).type
-            fit = 1.0
-            if wanted:
-                fit = (
-                    1.6
-                    if node_type in wanted
-                    else (1.15 if node_type in SOFTWARE and wanted & SOFTWARE else 0.6)
-                )
-            elif node_type == NodeType.FORMAT:
-                fit = 0.7  # a format is a step on the way (export to ONNX, then serve), not a pick
+            fit = W.FIT_WANTED if node_type in wanted else 1.0
             score = (
-                0.55 * evidence.get(eid, 0.0) / top_evidence
-                + 0.45 * profile.get(eid, 0.0) / top_profile
+                W.EVIDENCE_SHARE * evidence.get(eid, 0.0) / top_evidence
+                + W.PROFILE_SHARE * profile.get(eid, 0.0) / top_profile
             )
             score *= 1.0 + sum(weights[t] * idf(t) for t in said[eid]) / total
-            fit_sum = sum(sign * self.specificity(c) for c, sign in signs[eid].items())
-            score *= 1.0 + max(-0.5, 0.6 * fit_sum)
+            fit_sum = sum(signs[eid].values())
+            score *= 1.0 + max(W.CONSTRAINT_FLOOR, W.CONSTRAINT_GAIN * fit_sum)
+            # a candidate not linked to the rare hardware asked for ranks after those that are
             unmet[eid] = sum(1 for c in decisive if signs[eid].get(c, 0.0) <= 0)
-            score *= 0.6 ** unmet[eid]
-            scored.append((eid, score * fit * self.specificity(eid), support.get(eid, [])))
+            scored.append((eid, score * fit, support.get(eid, [])))
         scored.sort(key=lambda t: (unmet[t[0]], -t[1], t[0]))
         if wanted and not wanted & SOFTWARE:
             # "which technique / which GPU": only things of that kind answer, when there are any
             exact = [c for c in scored if self.graph.entity(c[0]).type in wanted]
             scored = exact or scored
         top_score = scored[0][1]
-        close = [c for c in scored if c[1] >= 0.55 * top_score][:3]
+        close = [c for c in scored if c[1] >= W.CLOSE_SHARE * top_score][: W.MAX_PICKS]
         return close, [c for c in scored if c not in close]
 
     def _decisive(self, required: list[str], signs: dict[str, dict[str, float]]) -> list[str]:
@@ -155,12 +150,12 @@ class CandidateScorer(UnitIndex):
         """Whether few units name a thing (at most one in a hundred, or two): naming it says
         something specific ("AWS Inferentia"), unlike a thing every document names ("GPU")."""
         named_in = len(self.search.by_mention.get(eid, []))
-        return named_in <= max(2, len(self.search.units) // 100)
+        return named_in <= max(W.RARE_MIN, len(self.search.units) // W.RARE_PER)
 
     def constraint_signs(self, eid: str, constraints: list[str]) -> dict[str, float]:
         """The things a question requires (Inferentia, PyTorch, a format) that the graph links a
         candidate to: 1.0 each, -1.0 where every such edge is NOT_SUPPORTED.
-        `Optimum -RUNS_ON-> AWS Inferentia` makes Optimum meet "部署到 AWS Inferentia"."""
+        `Foo -RUNS_ON-> Bar NPU` makes Foo meet "部署到 Bar NPU 上"."""
         if not constraints:
             return {}
         nodes = {eid} | {
@@ -196,8 +191,9 @@ class CandidateScorer(UnitIndex):
         for clause in clauses:
             if any(n in clause.lower() for n in names):
                 tokens = set(self.search.tokenize(stem_text(clause)))
-                return 0.3 + 1.2 * sum(w for t, w in terms.items() if t in tokens) / total
-        return 0.3
+                share = sum(w for t, w in terms.items() if t in tokens) / total
+                return W.CLAUSE_BASE + W.CLAUSE_GAIN * share
+        return W.CLAUSE_BASE
 
     def _admit(
         self, eid: str, named: set[str], wanted: frozenset[NodeType], *, subject: bool
@@ -236,8 +232,8 @@ class CandidateScorer(UnitIndex):
             for t in self._question_terms(frame, [o.text for o in options])
             if t not in option_tokens
         ]
-        pool = [r.unit for r in ranked[:60]]
-        docs = {u.doc for u in pool[:20]}
+        pool = [r.unit for r in ranked[: W.OPTION_UNITS]]
+        docs = {u.doc for u in pool[: W.OPTION_DOCUMENTS]}
         pooled = {u.id for u in pool}  # ids: comparing units field by field is slow
         for unit in self.search.units:
             if unit.doc in docs and unit.id not in pooled:
@@ -259,14 +255,15 @@ class CandidateScorer(UnitIndex):
                 (
                     (
                         self.relevance(u, weights, ())
-                        * (by_id[u.id].score if u.id in by_id else 0.3),
+                        * (by_id[u.id].score if u.id in by_id else W.OPTION_UNRANKED),
                         u,
                     )
                     for u in mine
                 ),
                 key=lambda t: -t[0],
             )
-            return sum(s for s, _u in scored[:3]) / 10.0, [u for _s, u in scored[:3]]
+            best = scored[: W.OPTION_COVERAGE_UNITS]
+            return sum(s for s, _u in best) / W.OPTION_COVERAGE_SCALE, [u for _s, u in best]
 
         verdicts = resolve_options(
             options,
@@ -277,8 +274,8 @@ class CandidateScorer(UnitIndex):
             coverage,
             tables_only=frame.measured and not frame.choice,
         )
-        # "Only A100s. FlashAttention-2 or FlashAttention-3?": the alternative the graph links to
-        # the rare hardware asked for comes first
+        # "We only have Bar NPUs. Foo-2 or Foo-3?": the alternative the graph links to the rare
+        # hardware asked for comes first
         ids = {v.node for v in verdicts if v.node is not None and v.node in self.graph}
         required = [c for c in sorted(named) if c not in ids]
         signs = {eid: self.constraint_signs(eid, required) for eid in ids}
@@ -296,7 +293,9 @@ class CandidateScorer(UnitIndex):
             chosen = k == order[0] and fits
             if not verdict.units or (
                 not chosen
-                and (verdict.score <= 0 or verdict.score < 0.8 * verdicts[order[0]].score)
+                and (
+                    verdict.score <= 0 or verdict.score < W.OPTION_CLOSE * verdicts[order[0]].score
+                )
             ):
                 continue
             node = verdict.node if verdict.node in self.graph else None
@@ -317,15 +316,17 @@ class CandidateScorer(UnitIndex):
 
     def bridge(self, frame: QuestionFrame, named: set[str], ranked: list[RankedUnit]) -> str | None:
         """The entity the best units lead to that the question does not name and that has units
-        of its own (ExLlamaV2's README names Flash Attention; its own README says which GPUs)."""
-        weight: dict[str, float] = defaultdict(float)
+        of its own (Foo's README points to a kernel library; that library's README says which
+        GPUs it runs on)."""
+        # an edge from a named thing is the path to follow; a stray subject only where no unit
+        # of a named thing leads anywhere
+        weight: dict[bool, dict[str, float]] = {True: defaultdict(float), False: defaultdict(float)}
         things = {e for e in named if self.graph.entity(e).type in CHOOSABLE | {NodeType.MODEL}}
         # the named things' own units compete with the retrieved ones on what the question
         # says: a Chinese question's words may find only Chinese documents, while the English
         # README of the thing it names says where it leads
         pool = self.with_own_units(ranked, sorted(things)) if things else ranked
-        for score, unit in self.ordered(frame, pool)[:8]:
-            # an edge from a named thing is the path to follow; a stray subject is not
+        for score, unit in self.ordered(frame, pool)[: W.BRIDGE_UNITS]:
             from_named = unit.subject in things or bool(things & set(unit.mentions))
             for eid in [*unit.mentions, unit.subject]:
                 if eid is None or eid in named or eid not in self.graph:
@@ -334,9 +335,10 @@ class CandidateScorer(UnitIndex):
                     continue
                 own = len(self.search.by_subject.get(eid, []))
                 told = sum(1 for u in self.search.by_mention.get(eid, []) if u.subject in named)
-                if own < 5 and told == 0:
+                if own < W.BRIDGE_OWN_UNITS and told == 0:
                     continue
-                weight[eid] += score * (1.0 if from_named else 0.25)
-        if not weight:
+                weight[from_named][eid] += score
+        led = weight[True] or weight[False]
+        if not led:
             return None
-        return max(weight.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        return max(led.items(), key=lambda kv: (kv[1], kv[0]))[0]

@@ -15,8 +15,10 @@ from collections import defaultdict
 
 from ingest.patterns import DEFAULT_CUE
 from ingest.text import Tokenizer
+from kg import cues
 from kg.graph import KnowledgeGraph
 from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
+from qa import weights as W
 from qa.retrieve import path_from_relations
 from qa.schema import (
     Conflict,
@@ -30,7 +32,6 @@ from qa.understand import has_choice_cue
 
 __all__ = ["GraphComposer", "asks_to_choose", "find_conflicts"]
 
-_MAX_RECOMMENDATIONS = 4
 #: Relations only the structure of an essay yields (tables, trees, rankings, exports): their
 #: paths are facts on their own; the evidence composer states the rest from its units.
 _STRUCTURED = frozenset(
@@ -62,24 +63,17 @@ _CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
 #: Linked nodes that many things relate to: a link to one does not make a question about them.
 _GENERIC = frozenset({NodeType.HARDWARE, NodeType.CONCEPT})
 #: A yes/no question: "Is X still recommended…?", "Should I still use X?", "X 还推荐吗？", "是否…".
-_YES_NO = re.compile(
-    r"^\s*(?:is|are|was|were|does|do|did|should|can|could|would|will|has|have)\b|"
-    r"吗\s*[？?]?\s*$|是否|是不是",
-    re.I,
-)
+_YES_NO = cues.pattern("question.yes_no_should")
 #: Kinds that ask about something rather than for something.
 _ABOUT_KINDS = frozenset({QuestionKind.FACT, QuestionKind.HOW_TO})
 
 
 _ANSWER_TYPES: list[tuple[re.Pattern[str], frozenset[NodeType]]] = [
-    (re.compile(r"库|\blibrar(?:y|ies)\b", re.I), frozenset({NodeType.LIBRARY})),
-    (re.compile(r"框架|\bframeworks?\b", re.I), frozenset({NodeType.FRAMEWORK})),
-    (
-        re.compile(r"推理引擎|推理框架|推理方案|引擎|\b(?:inference )?engines?\b", re.I),
-        frozenset({NodeType.INFERENCE_ENGINE}),
-    ),
-    (re.compile(r"并行|\bparallel", re.I), frozenset({NodeType.PARALLEL_STRATEGY})),
-    (re.compile(r"工具|\btools?\b", re.I), frozenset({NodeType.TOOL, NodeType.LIBRARY})),
+    (cues.pattern("question.type.library"), frozenset({NodeType.LIBRARY})),
+    (cues.pattern("question.type.framework"), frozenset({NodeType.FRAMEWORK})),
+    (cues.pattern("question.answer_type.engine"), frozenset({NodeType.INFERENCE_ENGINE})),
+    (cues.pattern("question.type.parallel"), frozenset({NodeType.PARALLEL_STRATEGY})),
+    (cues.pattern("question.answer_type.tool"), frozenset({NodeType.TOOL, NodeType.LIBRARY})),
 ]
 
 
@@ -192,15 +186,15 @@ class GraphComposer:
                 continue
             if relation == RelationType.RECOMMENDED_FOR and first.source in seeds:
                 order = rel.rank or 1
-                weight = seeds[first.source] / (1 + 0.6 * (order - 1))
+                weight = seeds[first.source] / (1 + W.RANK_DECAY * (order - 1))
                 target, seed = first.target, first.source
             elif relation == RelationType.NOT_RECOMMENDED and first.source in seeds:
-                penalty[first.target] += 2 * seeds[first.source]
+                penalty[first.target] += W.NOT_RECOMMENDED_PENALTY * seeds[first.source]
                 continue
             elif relation == RelationType.SUITS_SCALE and first.target in seeds:
                 weight, target, seed = seeds[first.target], first.source, first.target
             elif relation == RelationType.RUNS_ON and first.target in linked:
-                weight, target, seed = 0.4, first.source, first.target
+                weight, target, seed = W.RUNS_ON_WEIGHT, first.source, first.target
             elif relation == RelationType.RATED and first.target in linked and rel.stars:
                 weight, target, seed = rel.stars / 5, first.source, first.target
             else:
@@ -215,8 +209,6 @@ class GraphComposer:
                 and (about or (seed in linked and self.graph.entity(seed).type in _GENERIC))
             ):
                 continue
-            if len(path.edges) > 1:
-                weight *= 1.5
             contributions[target].append(weight)
             support[target].append(path)
         wanted = expected_types(question.text)
@@ -228,24 +220,17 @@ class GraphComposer:
                 list, {k: v for k, v in contributions.items() if k in choosable_linked}
             )
         for target, weights in contributions.items():
-            # the best single reason counts fully, further reasons a little: many weak matches
-            # must not outvote one strong one
-            ordered = sorted(weights, reverse=True)
-            score = ordered[0] + 0.3 * sum(ordered[1:]) - penalty[target]
+            # the best single reason counts: many weak matches must not outvote one strong one
+            score = max(weights) - penalty[target]
             runs_on = {
                 r.target
                 for r in self.graph.out_relations(target)
                 if r.relation == RelationType.RUNS_ON
             }
             if runs_on & linked:
-                score *= 1.5
-            if any(
-                r.source in choosable_linked and r.relation in _ROUTE_RELATIONS
-                for r in self.graph.in_relations(target)
-            ):
-                score *= 1.5  # it works with what the question already uses ("TF 生态" -> TFLite)
+                score *= W.RUNS_ON_GAIN
             if self.graph.entity(target).type in wanted:
-                score *= 2.0
+                score *= W.WANTED_TYPE_GAIN
             support[target] = _distinct_reasons(support[target])
             if score > 0:
                 scores[target] = (score, support[target])
@@ -287,7 +272,7 @@ class GraphComposer:
         top_score = ordered[0][1][0]
         chosen: list[tuple[str, float, list[GraphPath]]] = []
         for node, (score, paths) in ordered:
-            if score < 0.34 * top_score or len(chosen) >= _MAX_RECOMMENDATIONS:
+            if score < W.GRAPH_CLOSE * top_score or len(chosen) >= W.MAX_GRAPH_PICKS:
                 break
             chosen.append((node, score, paths))
         asked = asked_order(question.text)
@@ -320,7 +305,7 @@ class GraphComposer:
         link (GPU, CPU) is not a fact about what it asks.
         """
         words = set(self.tokenizer.tokenize(question.text))
-        linked = set(bundle.linked) | {s for s, v in bundle.situations.items() if v >= 0.6}
+        linked = set(bundle.linked) | set(bundle.situations)
         generic = {e for e in linked if self.graph.entity(e).type in _GENERIC}
         names_one = any(self.graph.entity(e).type in _CHOOSABLE for e in bundle.linked)
         chosen: dict[tuple[str, str, str, str], tuple[float, GraphPath]] = {}
@@ -331,7 +316,7 @@ class GraphComposer:
                 continue
             quote = " ".join(ev.quote for ev in edge.evidence)
             overlap = len(words & set(self.tokenizer.tokenize(quote)))
-            relevance = (1 + overlap + (3 if len(ends) == 2 else 0)) * path.score
+            relevance = (1 + overlap) * path.score
             key = (edge.source, edge.relation, edge.target, quote)
             if key not in chosen or chosen[key][0] < relevance:
                 chosen[key] = (relevance, GraphPath(edges=[edge], score=path.score))
@@ -356,7 +341,7 @@ class GraphComposer:
         """For each well-matched situation, its first recommendation (multi-part questions)."""
         paths: list[GraphPath] = []
         for situation, score in sorted(bundle.situations.items(), key=lambda kv: (-kv[1], kv[0])):
-            if score < 0.45 or len(paths) >= limit:
+            if score < W.SITUATION_FLOOR or len(paths) >= limit:
                 break
             best = [
                 p

@@ -20,8 +20,10 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
+from qa import weights as W
 from qa.answerable import Answerability
 from qa.candidates import CandidateScorer
 from qa.frame import QuestionFrame, asks_amount
@@ -48,23 +50,16 @@ from qa.units import RankedUnit
 
 __all__ = ["EvidenceComposer"]
 
-_MAX_POINTS = 3
-
-
-_MAX_FACTS = 4
-#: how many other candidates an LLM may pick among, beside the recommended ones
-_WEIGHED = 4
-
-
 #: an amount a sentence states: "2×", "170%", "18.9 GiB", "3 倍"
-_AMOUNT = re.compile(r"\d+(?:\.\d+)?\s*(?:×|x\b|倍|%|GiB|GB|MB|tokens/s)", re.I)
+_AMOUNT = re.compile(
+    rf"\d+(?:\.\d+)?\s*(?:×|%|GiB|GB|MB|tokens/s|{cues.alternatives('value.times')})", re.I
+)
+#: "the “…” section": a title the question calls a section
+_SECTION_NAMED = re.compile(rf"(\S.{{2,40}}?)\s*{cues.alternatives('question.section_word')}", re.I)
 
 
 class EvidenceComposer(CandidateScorer, Answerability):
     """Answer drafts from the units retrieval found; read-only, safe to share across threads."""
-
-    facts_alone = _MAX_FACTS  # facts shown when nothing is recommended
-    facts_with_picks = 2  # facts shown beside a recommendation
 
     def compose(
         self,
@@ -107,21 +102,25 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if rel.relation == RelationType.PART_OF
             }
             tail = second_part(frame.text)
-            # what each named thing says of it ("Unsloth credits llama.cpp …; does llamafile
-            # build on the same one?": llamafile's own line on llama.cpp too)
+            # what each named thing says of it ("Foo credits a library …; does Bar use it as
+            # well?": Bar's own line on that library too)
             told = [
                 r
                 for e in sorted(named)
-                for r in [r for r in hop(frame.text, bridge, {e}) if bridge in r.unit.mentions][:2]
+                for r in [r for r in hop(frame.text, bridge, {e}) if bridge in r.unit.mentions][
+                    : W.BRIDGE_TOLD_UNITS
+                ]
             ]
-            second = told + hop(tail, bridge, parts)[:6]
+            second = told + hop(tail, bridge, parts)[: W.BRIDGE_HOP_UNITS]
         picks, fact_paths, conflicts = situational or ([], [], [])
         draft.conflicts = conflicts
         if picks and not frame.asks_fact:
             # the sources' own recommendations for the situation the question describes
-            for node, paths in picks[:3]:
+            for node, paths in picks[: W.GRAPH_PICKS]:
                 points: list[DraftPoint] = []
-                for point in (p for path in paths[:3] for p in self.path_points(path)):
+                for point in (
+                    p for path in paths[: W.PATHS_PER_PICK] for p in self.path_points(path)
+                ):
                     # two paths through one sentence: one point, citing both
                     same = next(
                         (q for q in points if (q.doc, q.start) == (point.doc, point.start)), None
@@ -130,7 +129,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                         points.append(point)
                     else:
                         same.edges += [e for e in point.edges if e not in same.edges]
-                points = points[:_MAX_POINTS]
+                points = points[: W.MAX_POINTS]
                 draft.recommendations.append(
                     DraftRecommendation(id=node, name=self.graph.entity(node).name, points=points)
                 )
@@ -159,11 +158,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
                         self.point(next((u for u in units if self._touches(u, eid)), units[0]), eid)
                     ],
                 )
-                for eid, _score, units in weighed[:_WEIGHED]
+                for eid, _score, units in weighed[: W.WEIGHED]
                 if eid not in picked and units and eid in self.graph
             ]
         shown = {(p.doc, p.start) for r in draft.recommendations for p in r.points}
-        limit = self.facts_with_picks if draft.recommendations else self.facts_alone
+        limit = W.FACTS_WITH_PICKS if draft.recommendations else W.FACTS_ALONE
         first: list[EvidenceUnit] = []
         if second:
             # the path: what the named thing says of the bridge, then the bridge's own answer
@@ -174,8 +173,8 @@ class EvidenceComposer(CandidateScorer, Answerability):
             by_subject: dict[str | None, EvidenceUnit] = {}
             for _s, u in self.ordered(frame, told):
                 by_subject.setdefault(u.subject, u)
-            first = list(by_subject.values())[:2]
-            first += [u for _s, u in self.ordered(tail_frame, own)][:2]
+            first = list(by_subject.values())[: W.BRIDGE_POINTS]
+            first += [u for _s, u in self.ordered(tail_frame, own)][: W.BRIDGE_POINTS]
             first = [u for u in first if (u.doc, u.start) not in shown]
             limit = max(limit, len(first) + 1)
         graph_facts = [p for path in fact_paths for p in self.path_points(path)]
@@ -185,7 +184,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
             known = by_span.get((fact.doc, fact.start))
             if known is not None:
                 known.edges += [e for e in fact.edges if e not in known.edges]
-        graph_facts = [p for p in graph_facts if (p.doc, p.start) not in shown][:3]
+        graph_facts = [p for p in graph_facts if (p.doc, p.start) not in shown][: W.GRAPH_FACTS]
         shown |= {(p.doc, p.start) for p in graph_facts}
         if DISAGREE.search(frame.text):
             # "do the documents agree?": the best unit of each document that speaks of it
@@ -233,15 +232,13 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 draft.conflicts = [conflict]
         return draft
 
-    def named_section(self, frame: QuestionFrame, limit: int = 6) -> list[EvidenceUnit]:
+    def named_section(self, frame: QuestionFrame) -> list[EvidenceUnit]:
         """The units of the section whose title the question quotes or calls a section (its
         numbering aside, four characters at least), in the document's order; [] when it names
         none."""
         # a title is named when quoted ("“三条提醒”一节") or called a section ("the FAQ section")
         named = re.findall(r"[“\"「『‘'](.{2,60}?)[”\"」』’']", frame.text)
-        named += re.findall(
-            r"(\S.{2,40}?)\s*(?:一节|这一节|章节|部分|\bsection\b|\bchapter\b)", frame.text, re.I
-        )
+        named += _SECTION_NAMED.findall(frame.text)
         folded = " | ".join(n.strip().casefold() for n in named)
         if not folded:
             return []
@@ -250,7 +247,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if unit.kind != UnitKind.HEADING:
                     continue
                 title = SECTION_NUMBER.sub("", unit.text).strip().casefold()
-                if len(title) < 4 or title not in folded:
+                if len(title) < W.SECTION_TITLE or title not in folded:
                     continue
                 inside = [
                     u
@@ -260,7 +257,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                     and u.heading_path[-1:] == (unit.text,)
                 ]
                 if inside:
-                    return inside[:limit]
+                    return inside[: W.SECTION_POINTS]
         return []
 
     def per_document(
@@ -272,14 +269,14 @@ class EvidenceComposer(CandidateScorer, Answerability):
         things = {main} if main else set()
         pool = [
             r
-            for r in ranked[:40]
+            for r in ranked[: W.AGREE_UNITS]
             if not things or r.unit.subject in things or things & set(r.unit.mentions)
         ]
         chosen: list[EvidenceUnit] = []
         for _score, unit in self.ordered(frame, pool, about=things):
             if unit.doc not in {u.doc for u in chosen} and unit.kind != UnitKind.HEADING:
                 chosen.append(unit)
-            if len(chosen) >= 3:
+            if len(chosen) >= W.AGREE_DOCUMENTS:
                 break
         return chosen
 
@@ -350,7 +347,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 units = self.covering([u for _s, u in ordered], frame, said=chosen) or units
             tables: set[tuple[str, ...]] = set()
             for unit in units:
-                if len(chosen) >= (_MAX_POINTS if index == 0 else 1):
+                if len(chosen) >= (W.MAX_POINTS if index == 0 else 1):
                     break
                 if unit.kind == UnitKind.ROW:
                     if tuple(unit.header) in tables:
@@ -400,7 +397,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
         covered: set[str] = set()
         for unit in said:
             covered |= set(weights) & self._unit_tokens(unit)
-        pool = list(units[:12])
+        pool = list(units[: W.COVERING_UNITS])
         ahead: list[EvidenceUnit] = []
         while pool:
             gains = [
@@ -413,7 +410,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
             unit = pool.pop(gains.index(best))
             ahead.append(unit)
             covered |= set(weights) & self._unit_tokens(unit)
-        return ahead + pool + units[12:]
+        return ahead + pool + units[W.COVERING_UNITS :]
 
     def facts(
         self,
@@ -433,10 +430,10 @@ class EvidenceComposer(CandidateScorer, Answerability):
             for e in sorted(named, key=lambda e: self.named_at(frame.text, e))
             if self.graph.entity(e).type in CHOOSABLE | {NodeType.MODEL}
         ]
-        pool = ranked[:30]
+        pool = ranked[: W.FACT_UNITS]
         if things:
             # about the things it names, or about another thing it names in their documents
-            # (CUDA's row of LLaMA-Factory's table when it asks for its CUDA version)
+            # (CUDA's row of Foo's requirements table when it asks for Foo's CUDA version)
             about = [
                 r
                 for r in pool
@@ -451,7 +448,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
 
         def telling(unit: EvidenceUnit) -> bool:
             return unit.kind != UnitKind.HEADING and (
-                text_width(unit.text) >= 20
+                text_width(unit.text) >= W.TELLING_WIDTH
                 or unit.kind in (UnitKind.ROW, UnitKind.CODE)
                 # "[Apache License 2.0](LICENSE)" is short and answers "what licence?"
                 or any(e.relation in asked for e in self._edges.get((unit.doc, unit.start), []))
@@ -471,7 +468,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
             key = normalize_name(unit.text)
             if (unit.doc, unit.start) in seen or key in texts or len(chosen) >= limit:
                 return
-            if capped and per_doc[unit.doc] >= 3:
+            if capped and per_doc[unit.doc] >= W.FACTS_PER_DOCUMENT:
                 return
             seen.add((unit.doc, unit.start))
             texts.add(key)
@@ -498,7 +495,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 if telling(u) and u.doc not in docs_named
             ]
             # the graph's answer first: a unit whose edge from it is of the asked relation, to
-            # the kind of thing the question speaks of if it names one ("only runs on CPUs?":
+            # the kind of thing the question speaks of if it names one ("does it need a GPU?":
             # its hardware, not what it supports)
             stated = {
                 u.id: {
@@ -521,7 +518,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
                 take(unit)
         speaking_of: list[str] = things[:1]
         for part in question_parts(frame.text):
-            # "Does X collect telemetry, and how do I opt out?": each part gets its best unit,
+            # "Does X log usage, and how do I turn that off?": each part gets its best unit,
             # among the retrieved ones and the own units of the thing the part is about (the one
             # it names, else the one named last: "MLX 本身…？它的内存模型…？")
             speaking_of = [e for e in things if self._names_in(e, part)] or speaking_of[-1:]

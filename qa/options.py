@@ -17,23 +17,19 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import normalize_name
+from qa import weights as W
 from qa.frame import MEMORY_WORDS, SPEED_WORDS, Option
 
 __all__ = ["OptionVerdict", "resolve_options"]
 
-_MORE = re.compile(r"faster|quicker|more|higher|better|larger|快|高|多|强", re.I)
-_LESS = re.compile(r"less|lower|fewer|smaller|least|cheaper|少|低|省|小", re.I)
-_POSITIVE = re.compile(
-    r"recommend|strongly suggest|\bbest\b|fastest|\boften\b|prefer|建议|推荐|首选|最快|✅|✔",
-    re.I,
-)
-_NEGATIVE = re.compile(
-    r"not recommended|don't|do not|avoid|not supported|unsupported|"
-    r"不建议|不推荐|不要|避免|❌|不支持",
-    re.I,
-)
+_MORE = cues.pattern("question.direction.more")
+_LESS = cues.pattern("question.direction.less")
+#: a sentence naming one alternative favourably or not; ✅ and ❌ say it in a table
+_POSITIVE = re.compile(cues.alternatives("document.option_positive") + "|✅|✔", re.I)
+_NEGATIVE = re.compile(cues.alternatives("document.option_negative") + "|❌", re.I)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -49,26 +45,30 @@ class OptionVerdict:
 
 
 def _core(text: str) -> str:
-    """What must match of an option: its digits-bearing part if any ("RTX 3090 Ti" -> "3090ti").
+    """What must match of an option: the model number after a product line's short prefix
+    ("RTX 3090 Ti" -> "3090ti", "MX 450" -> "450": a table heads its column "450"), else the
+    whole name; a short number is no model number ("FP16", "INT8" stay whole).
 
-    >>> _core("RTX 3090 Ti"), _core("runtime"), _core("FlashAttention-2")
-    ('3090ti', 'runtime', 'flashattention2')
+    >>> _core("RTX 3090 Ti"), _core("MX 450"), _core("runtime"), _core("Quokka-2"), _core("FP16")
+    ('3090ti', '450', 'runtime', 'quokka2', 'fp16')
     """
     norm = normalize_name(text)
-    digits = re.search(r"\d[\w.]*", norm)
-    if digits and re.match(r"^[a-z]{2,4}\d", norm) and not re.match(r"^[a-z]+\d+$", norm[:12]):
-        return norm[digits.start() :]
-    m = re.match(r"^(?:rtx|gtx|nvidia|geforce)(\d.*)$", norm)
-    return m.group(1) if m else norm
+    prefix = re.match(r"[a-z]{2,4}(?=\d)", norm)
+    if prefix is None:
+        return norm
+    number = norm[prefix.end() :]
+    digits = re.match(r"\d+", number)
+    assert digits is not None  # the look-ahead saw one
+    return number if len(digits.group(0)) >= 3 or len(number) > len(digits.group(0)) else norm
 
 
 def _names(cell: str, core: str) -> bool:
     """Whether a cell names an option: all of it, its end ("RTX 4090" for "4090"), or its first
     word ("CTranslate2 3.6.0" for "CTranslate2").
 
-    >>> _names("CTranslate2 3.6.0", "ctranslate2"), _names("OpenNMT-py 3.0.4", "opennmtpy")
+    >>> _names("Wisp2 3.6.0", "wisp2"), _names("Torchy-py 3.0.4", "torchypy")
     (True, True)
-    >>> _names("llamafile 0.8", "llama")
+    >>> _names("llamakit 0.8", "llama")
     False
     """
     cell_norm = normalize_name(cell)
@@ -93,28 +93,21 @@ def _direction(question: str) -> int:
 
 
 _QUALIFIED = {
-    # a quantity the question qualifies with a comparative: "less peak memory", "显存更少", "faster"
-    "memory": re.compile(
-        r"(?:less|lower|fewer|smaller|least|lowest|more|higher|most)\W+(?:[\w\-]+\W+){0,2}?"
-        r"(?:memory|vram)|(?:显存|内存)\S{0,3}?(?:少|低|小|多|高)|省\S{0,2}(?:显存|内存)",
-        re.I,
-    ),
-    "speed": re.compile(
-        r"faster|fastest|quicker|slower|more throughput|higher throughput|更快|最快|速度更|吞吐更",
-        re.I,
-    ),
+    # a quantity the question qualifies with a comparative: "less memory", "内存更少", "faster"
+    "memory": cues.pattern("question.qualified.memory"),
+    "speed": cues.pattern("question.qualified.speed"),
 }
 
 
 def _columns_for(header: list[str], question: str) -> list[tuple[int, int]]:
     """The columns of the quantities a question asks about (memory, speed), each with the way
     it is better (more tokens per second, less memory). A quantity the question qualifies
-    ("which needs less memory, and what happens to throughput?") decides alone.
+    ("which one uses less memory, and what about its throughput?") decides alone.
 
     >>> head = ["", "Tokens per second", "Max. memory", "BLEU"]
     >>> _columns_for(head, "How do they compare in tokens/s and memory?")
     [(2, -1), (1, 1)]
-    >>> _columns_for(head, "Which needs less peak memory, and what happens to throughput?")
+    >>> _columns_for(head, "Which one uses less memory, and what about its throughput?")
     [(2, -1)]
     """
     wanted = [
@@ -174,7 +167,7 @@ def _tables(
                 range(len(values)), key=lambda k: values[k] or 0.0
             )
             for k, (v, i) in enumerate(zip(verdicts, idx, strict=True)):
-                v.score += 10.0 if k == best else 0.0
+                v.score += W.TABLE_VOTE if k == best else 0.0
                 v.units = [row]
                 v.shown = row.header[i]
             return True
@@ -201,7 +194,7 @@ def _tables(
             # neighbour has a "Max. CPU memory" column too)
             said = sum(_overlap(r, terms) for r in picked)
             above = normalize_name(" ".join([*picked[0].heading_path[-1:], picked[0].context]))
-            said += 2 * sum(1 for t in terms if t and t in above)
+            said += W.TABLE_SECTION_WEIGHT * sum(1 for t in terms if t and t in above)
             tables.append((said, picked, table_values))
     if tables:
         # the table the question's other words select ("On CPU": the CPU benchmark's); each
@@ -209,7 +202,7 @@ def _tables(
         _o, picked, table_values = max(tables, key=lambda t: t[0])
         for way, values in table_values:
             best = (max if way > 0 else min)(range(len(values)), key=lambda k: values[k] or 0.0)
-            verdicts[best].score += 10.0
+            verdicts[best].score += W.TABLE_VOTE
         for v, r in zip(verdicts, picked, strict=True):
             v.units = [r]
         return True
@@ -234,7 +227,7 @@ def _cues(verdicts: list[OptionVerdict], pool: list[EvidenceUnit], terms: Sequen
                 polarity = 1.0
             if polarity:
                 verdict = verdicts[hits[0]]
-                verdict.score += polarity * (1.0 + 0.5 * _overlap(unit, terms))
+                verdict.score += polarity
                 if polarity > 0 and unit not in verdict.units:
                     verdict.units.insert(0, unit)
 

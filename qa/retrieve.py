@@ -22,6 +22,7 @@ from ingest.embed import Embedder
 from ingest.lexical import LexicalIndex
 from ingest.text import FUNCTION_BIGRAMS
 from ingest.vector import DenseIndex
+from kg import cues
 from kg.documents import Chunk
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
@@ -35,7 +36,11 @@ _SITUATION_TYPES = {NodeType.SCENARIO, NodeType.PERSONA, NodeType.CRITERION, Nod
 _SEED_THRESHOLD = 0.3
 _ENOUGH_INFORMATION = 2.5
 _RRF_K = 60
-_RANGE = re.compile(r"([<>≤≥＜＞])?\s*(\d+)\s*(?:[–\-~～至到]\s*(\d+))?\s*(?:卡|GPU)", re.I)
+_RANGE = re.compile(
+    rf"([<>≤≥＜＞])?\s*(\d+)\s*(?:(?:[–\-~～]|{cues.alternatives('value.range_to')})\s*(\d+))?\s*"
+    + cues.alternatives("value.gpu_unit"),
+    re.I,
+)
 
 
 def in_scale(count: int, name: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from kg import cues
 from kg.schema import Entity, RelationType
 from qa.frame import asks_setting, asks_yes_no
 
@@ -21,34 +22,32 @@ __all__ = [
     "version_after",
 ]
 
-_ASKS_WHICH = re.compile(
-    r"\bwhich (?:\w+ ){0,2}(?:library|tool|framework|engine|integration|project|backend|one)\b|"
-    r"what is it called|哪个库|哪个框架|哪个工具|哪个项目|是哪个|叫什么",
-    re.I,
-)
+_ASKS_WHICH = cues.pattern("question.asks_which")
 
 
-_REFERS_BACK = re.compile(
-    r"\b(?:it|its|that|this|the same)\b|该库|这个库|这个工具|这个框架|它|其|自己的|本身|同一",
-    re.I,
+_REFERS_BACK = cues.pattern("question.refers_back")
+
+
+_SECOND_PART = re.compile(
+    rf",?\s+{cues.alternatives('question.option.and')}\s+"
+    rf"(?={cues.alternatives('question.part.second_asks')}\b)|[?？]\s*(?=\S)"
 )
 
 
 def second_part(question: str) -> str:
     """The last part of a two-part question (what to ask of the entity the first part finds).
 
-    >>> second_part("Which library is it, and does llamafile build on the same one?")
-    'does llamafile build on the same one?'
+    >>> second_part("Which engine does Foo embed, and does Bar ship it too?")
+    'does Bar ship it too?'
     """
-    parts = re.split(
-        r",?\s+and\s+(?=(?:which|what|how|does|do|is|are|can)\b)|[?？]\s*(?=\S)", question
-    )
+    parts = _SECOND_PART.split(question)
     return parts[-1].strip() if len(parts) > 1 else question
 
 
 _PART_SPLIT = re.compile(
-    r"[,，;；]?\s*\b(?:and|but|also)\s+(?=(?:which|what|how|does|do|did|is|are|can|could|should|"
-    r"why|where|when|who)\b)|(?<=[?？])\s*|[，,]\s*(?=(?:还是|那|又|并且|而且|以及))",
+    rf"[,，;；]?\s*\b{cues.alternatives('question.part.join')}\s+"
+    rf"(?={cues.alternatives('question.part.asks')}\b)|(?<=[?？])\s*|"
+    rf"[，,]\s*(?={cues.alternatives('question.part.next')})",
     re.I,
 )
 
@@ -56,9 +55,9 @@ _PART_SPLIT = re.compile(
 def question_parts(question: str) -> list[str]:
     """The sub-questions of a question that asks several things (one part: no split).
 
-    >>> question_parts("Does OpenVINO collect telemetry, and how do I opt out?")
-    ['Does OpenVINO collect telemetry', 'how do I opt out?']
-    >>> question_parts("Which GPU is faster?")
+    >>> question_parts("Does Foo phone home, and how do I turn that off?")
+    ['Does Foo phone home', 'how do I turn that off?']
+    >>> question_parts("Which card is quieter?")
     []
     """
     parts = [p.strip(" ,，") for p in _PART_SPLIT.split(question) if p and p.strip(" ,，")]
@@ -66,7 +65,7 @@ def question_parts(question: str) -> list[str]:
 
 
 def version_after(question: str, entity: Entity) -> str | None:
-    """The version a question gives right after an entity's name ("PaddlePaddle 3.0" -> "3.0")."""
+    """The version a question gives right after an entity's name ("Foo 2.1" -> "2.1")."""
     for name in [entity.name, *entity.aliases]:
         m = re.search(re.escape(name) + r"\s*[vV]?(\d+(?:\.\d+)+)", question, re.I)
         if m:
@@ -78,9 +77,9 @@ def two_part(question: str) -> bool:
     """Whether a question asks two things in a row, the second about what the first finds: it
     asks which thing, then refers back to it.
 
-    >>> two_part("Which library is it, and does llamafile build on the same one?")
+    >>> two_part("Which library does Foo load, and is it also in Bar?")
     True
-    >>> two_part("Are there PyTorch wheels for Jetson, and which JetPack version do they need?")
+    >>> two_part("Are there Foo builds for ARM, and which compiler release do they need?")
     False
     """
     first = _ASKS_WHICH.search(question)
@@ -88,32 +87,25 @@ def two_part(question: str) -> bool:
 
 
 _RELATION_WORDS: list[tuple[re.Pattern[str], frozenset[RelationType]]] = [
-    (re.compile(r"licen[cs]|许可|开源协议", re.I), frozenset({RelationType.LICENSED_UNDER})),
+    (cues.pattern("question.relation.licence"), frozenset({RelationType.LICENSED_UNDER})),
+    (cues.pattern("question.relation.requires"), frozenset({RelationType.REQUIRES})),
     (
-        re.compile(r"requir|\bneed|depend|prerequisite|minimum|要求|需要|依赖|环境", re.I),
-        frozenset({RelationType.REQUIRES}),
-    ),
-    (
-        re.compile(
-            r"\bsupport|run(?:s)? on|devices?|hardware|platforms?|\btarget|\bgpus?\b|\bnpus?\b|"
-            r"支持|运行|硬件|平台|设备|显卡",
-            re.I,
-        ),
+        cues.pattern("question.relation.runs_on"),
         frozenset({RelationType.RUNS_ON, RelationType.SUPPORTS, RelationType.NOT_SUPPORTED}),
     ),
-    (re.compile(r"alternative|instead|替代", re.I), frozenset({RelationType.ALTERNATIVE_TO})),
+    (cues.pattern("question.relation.alternative"), frozenset({RelationType.ALTERNATIVE_TO})),
     (
-        re.compile(r"integrat|backend|works? with|集成|后端|搭配", re.I),
+        cues.pattern("question.relation.integrates"),
         frozenset({RelationType.USED_WITH, RelationType.SUPPORTS}),
     ),
-    (re.compile(r"export|convert|导出|转换", re.I), frozenset({RelationType.EXPORTS_TO})),
+    (cues.pattern("question.relation.exports"), frozenset({RelationType.EXPORTS_TO})),
 ]
 
 
 def asked_relations(question: str) -> frozenset[RelationType]:
     """The graph relations a question asks about, from its predicate words.
 
-    >>> sorted(asked_relations("what licences do PyTorch and TensorFlow use?"))
+    >>> sorted(asked_relations("Foo ships under which licence?"))
     [<RelationType.LICENSED_UNDER: 'LICENSED_UNDER'>]
     """
     found: set[RelationType] = set()
@@ -123,9 +115,7 @@ def asked_relations(question: str) -> frozenset[RelationType]:
     return frozenset(found)
 
 
-DISAGREE = re.compile(
-    r"\bdisagree|\bagree\b|consistent|contradict|conflict|一致|矛盾|分歧|说法不同|说法一样", re.I
-)
+DISAGREE = cues.pattern("question.disagree")
 
 
 _VERSION_HINT = re.compile(r"\d+\.\d+|\bv\d")
@@ -133,24 +123,30 @@ _NUMBER_HINT = re.compile(r"\d")
 _NUM = r"\d+(?:\.\d+)?\s*"
 
 
-_MODEL_SIZE = re.compile(rf"{_NUM}(?:[BTM]\b|万亿|千亿|亿|billion|trillion)|\d+[BT]\b", re.I)
+_MODEL_SIZE = re.compile(rf"{_NUM}{cues.alternatives('value.model_size_unit')}|\d+[BT]\b", re.I)
 _DIMENSIONS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
     (
-        re.compile(r"faster|speed|fast|提速|加速|快多少|速度", re.I),
-        re.compile(rf"{_NUM}(?:×|x\b|倍)|{_NUM}%|(?:faster|speedup|提速|加速)", re.I),
-    ),
-    (
-        re.compile(r"memory|vram|显存|内存", re.I),
+        cues.pattern("question.dimension.speed"),
         re.compile(
-            rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*(?:less|lower|fewer)|less (?:memory|vram)", re.I
+            rf"{_NUM}(?:×|{cues.alternatives('value.times')})|{_NUM}%|"
+            rf"{cues.alternatives('value.speedup_word')}",
+            re.I,
         ),
     ),
     (
-        re.compile(r"how long|time|多久|时间", re.I),
-        re.compile(rf"{_NUM}(?:h\b|hours?|min(?:utes)?\b|seconds?|小时|分钟|天)|\(\d+h\)", re.I),
+        cues.pattern("question.dimension.memory"),
+        re.compile(
+            rf"{_NUM}(?:[GMT]i?B)\b|{_NUM}%\s*{cues.alternatives('value.less')}|"
+            rf"{cues.alternatives('value.less_memory')}",
+            re.I,
+        ),
     ),
-    (re.compile(r"parameters?|参数|规模|多大", re.I), _MODEL_SIZE),
-    (re.compile(r"\bversions?\b|版本", re.I), _VERSION_HINT),
+    (
+        cues.pattern("question.dimension.time"),
+        re.compile(rf"{_NUM}{cues.alternatives('value.time_unit')}|\(\d+h\)", re.I),
+    ),
+    (cues.pattern("question.dimension.size"), _MODEL_SIZE),
+    (cues.pattern("question.dimension.version"), _VERSION_HINT),
 ]
 
 
@@ -159,43 +155,35 @@ _SETTING = re.compile(
     r"(?<![\w-])--?[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b|\b\w+\s*[:=]\s*(?:true|false|\d+)\b",
     re.I,
 )
-_ON_PLATFORM = re.compile(r"windows|linux|mac\s?os|\bmac\b|\bwsl|android|\bios\b|苹果", re.I)
-_RESTRICTION = re.compile(
-    r"\bonly\b|\bexclusively\b|仅|只支持|只能|不支持|暂不支持|not (?:yet )?supported|unsupported",
-    re.I,
-)
+_ON_PLATFORM = cues.pattern("question.on_platform")
+_RESTRICTION = cues.pattern("value.restriction")
+_ASKS_VALUE = cues.pattern("question.asks_value")
 
 
 def answer_hints(question: str) -> list[re.Pattern[str]]:
     """The shapes of every value a question asks for, when it says: a setting (`--flag`), a
     speed-up, an amount of memory, a duration, a model size, a version, else any number
-    ("能快多少、省多少显存": a speed-up and an amount of memory); [] when it asks for none.
+    ("快多少、省多少内存": a speed-up and an amount of memory); [] when it asks for none.
 
-    >>> len(answer_hints("unsloth 宣称能快多少、省多少显存？")), answer_hints("Is it fast?")
+    >>> len(answer_hints("Foo 的新内核快多少、省多少内存？")), answer_hints("Is it fast?")
     (2, [])
-    >>> bool(answer_hints("到底能提速多少？")[0].search("提供 170% 的训练速度"))
+    >>> bool(answer_hints("换了新版本能提速多少？")[0].search("训练速度提高了 45%"))
     True
 
     Whether a thing works on a platform is answered by what it is limited to or does not do:
-    >>> hint = answer_hints("Can I build it with ROCm on Windows?")[0]
-    >>> bool(hint.search("supported only for Linux"))
+    >>> hint = answer_hints("Can I install it on Linux?")[0]
+    >>> bool(hint.search("Only macOS is supported for now."))
     True
     """
     if asks_yes_no(question) and _ON_PLATFORM.search(question):
         return [_RESTRICTION]
     hints = [_SETTING] if asks_setting(question) else []
-    asks_value = re.search(
-        r"how (?:much|many|long|fast|large)|\bminimum\b|\bwhich versions?\b|"
-        r"多少|多久|几|多大|多快|版本",
-        question,
-        re.I,
-    )
-    if not asks_value:
+    if not _ASKS_VALUE.search(question):
         return hints
     shapes = [
         shape
         for asked, shape in _DIMENSIONS
-        # "用什么参数" asks for a setting, not for a model's parameter count
+        # "传哪个参数" asks for a setting, not for a model's parameter count
         if asked.search(question) and not (hints and shape is _MODEL_SIZE)
     ]
     return hints + (shapes or [_NUMBER_HINT])

@@ -12,11 +12,11 @@ import re
 import unicodedata
 from functools import cached_property
 
+from kg import cues
 from kg.errors import QuestionError
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon, surface_pattern
 from kg.schema import NodeType, normalize_name
-from qa.frame import PICK_VERBS
 from qa.schema import Language, LinkedEntity, Question, QuestionKind
 
 __all__ = [
@@ -46,49 +46,15 @@ _TOPIC_TYPES = frozenset(
 )
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9.+#&\-]*")
-_INJECTION = re.compile(
-    r"ignore (?:all |the )?(?:previous|above|prior)|disregard|system prompt|you are now|"
-    r"忽略(?:之前|以上|前面)|无视|你现在是|越狱|jailbreak",
-    re.I,
-)
+_INJECTION = cues.pattern("question.injection")
 _KIND_PATTERNS: list[tuple[QuestionKind, re.Pattern[str]]] = [
-    (
-        QuestionKind.CHOOSE,
-        re.compile(
-            r"选哪|选什么|用什么|用哪|用啥|推荐|先学哪|该选|该用|怎么选|如何选|"
-            r"which (?:\w+ ){0,3}(?:should|to use|is best)|recommend|"
-            rf"what (?:\w+ ){{0,2}}should (?:i|we) (?:{PICK_VERBS})\b|"
-            # "Which library?", "Which library gives …" ask for a pick; "which backend does Keras
-            # use" asks a fact about Keras
-            r"\bwhich (?:[\w-]+ ){0,2}(?:librar(?:y|ies)|frameworks?|engines?|tools?|toolkits?|"
-            r"runtimes?|projects?|packages?|servers?|one)\b(?!\s+(?:does|do|did|is|are|was|were)\b)",
-            re.I,
-        ),
-    ),
-    (
-        QuestionKind.COMPARE,
-        re.compile(
-            r"\bvs\.?\b|versus|对比|比较|区别|差异|差别|不同|异同|哪个更|"
-            r"compare|comparison|differ|better than|\bor\b.*\?|还是",
-            re.I,
-        ),
-    ),
-    (
-        QuestionKind.HOW_TO,
-        re.compile(
-            r"怎么(?!选)|如何(?!选)|how (?:do|to|can)|命令|代码|示例|example|snippet|launch|启动",
-            re.I,
-        ),
-    ),
-    (
-        QuestionKind.FACT,
-        re.compile(
-            r"是什么|什么是|多少|几倍|机制|原理|what (?:is|are|does)|how (?:much|many|fast)|"
-            r"which .* (?:support|use)|定位|特点|作用|评分|几颗星|rating|stars?",
-            re.I,
-        ),
-    ),
+    (QuestionKind.CHOOSE, cues.pattern("question.kind.choose")),
+    (QuestionKind.COMPARE, cues.pattern("question.kind.compare")),
+    (QuestionKind.HOW_TO, cues.pattern("question.kind.how_to")),
+    (QuestionKind.FACT, cues.pattern("question.kind.fact")),
 ]
+#: "A 还是 B": a comparison whatever it names
+_COMPARES_ANYWAY = cues.pattern("question.kind.compare_always")
 
 
 def clean_question(text: object) -> str:
@@ -145,26 +111,31 @@ def detect_kind(text: str, solution_mentions: int) -> QuestionKind:
 
     >>> detect_kind("DDP 和 FSDP 有什么区别？", 2)
     <QuestionKind.COMPARE: 'compare'>
-    >>> detect_kind("We run ONNX Runtime or OpenVINO. Which library?", 2)
+    >>> detect_kind("We use Foo or Bar for serving; which library wins?", 2)
     <QuestionKind.CHOOSE: 'choose'>
     >>> detect_kind("Which backend does Keras use by default?", 1)
     <QuestionKind.FACT: 'fact'>
     """
     for kind, pattern in _KIND_PATTERNS:
         if pattern.search(text):
-            if kind == QuestionKind.COMPARE and solution_mentions < 2 and "还是" not in text:
+            if (
+                kind == QuestionKind.COMPARE
+                and solution_mentions < 2
+                and not _COMPARES_ANYWAY.search(text)
+            ):
                 continue
             return kind
     return QuestionKind.CHOOSE
 
 
+_MORE = re.compile(cues.alternatives("question.count.more"), re.I)
+_FEWER = re.compile(cues.alternatives("question.count.fewer"), re.I)
 _GPU_COUNT = re.compile(
-    r"(超过|多于|大于|至少|少于|不到|more than|over|at least|fewer than|less than|under)?\s*"
-    r"(\d+)\s*(?:张|块|个)?\s*(?:卡|GPU|gpus|显卡)",
+    rf"({_MORE.pattern}|{cues.alternatives('question.count.at_least')}|{_FEWER.pattern})?\s*"
+    rf"(\d+)\s*{cues.alternatives('question.count.classifier')}?\s*"
+    rf"{cues.alternatives('question.count.gpu')}",
     re.I,
 )
-_MORE = re.compile(r"超过|多于|大于|more than|over", re.I)
-_FEWER = re.compile(r"少于|不到|fewer than|less than|under", re.I)
 
 
 def gpu_count(text: str) -> int | None:

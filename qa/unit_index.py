@@ -4,7 +4,6 @@ relevance, the order of a pool of units) and to turn it into a cited answer poin
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from bisect import bisect_left
@@ -16,9 +15,11 @@ from typing import TypeVar, overload
 
 from ingest.markup import strip_markup
 from ingest.units import stem_text, unit_index_text, units_text_norm
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
+from qa import weights as W
 from qa.frame import QuestionFrame
 from qa.schema import (
     DraftPoint,
@@ -52,9 +53,7 @@ SOFTWARE = frozenset(
 
 _DEFINES = re.compile(
     # after the name: a version ("Keras 3 is a …"), a parenthesis, then the defining verb
-    r"\s*(?:v?\d+(?:\.\d+)*\s+)?(?:[（(][^）)]*[）)])?\s*"
-    r"(?:(?:is|are)\s+(?:an?|the|one)\b|(?:lets|enables|provides|allows|"
-    r"offers|brings|makes)\b|是(?:一个|一款|一种|一套|一站式)|为您提供|提供了)",
+    r"\s*(?:v?\d+(?:\.\d+)*\s+)?(?:[（(][^）)]*[）)])?\s*" + cues.alternatives("document.defines"),
     re.I,
 )
 
@@ -201,13 +200,6 @@ class UnitIndex:
         self._parents[entity] = parent
         return parent
 
-    def specificity(self, eid: str) -> float:
-        """1 for a thing few units name, less for one named everywhere ("Quantization")."""
-        named_in = len(self.search.by_mention.get(eid, []))
-        total = max(len(self.search.units), 20)  # a handful of units says little of rarity
-        rarity = math.log(total / (1 + named_in)) / math.log(total / 10)
-        return 0.5 + 0.5 * min(1.0, max(0.0, rarity))
-
     def names_of(self, eid: str) -> list[str]:
         """An entity's names: the graph's, then the lexicon's other surfaces (自动微分 for
         Automatic Differentiation)."""
@@ -231,7 +223,7 @@ class UnitIndex:
 
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a
-        technique: "Unsloth 的 LoRA 训练" is about Unsloth)."""
+        technique: "Foo 的 LoRA 训练" is about Foo)."""
         ordered = sorted(named, key=lambda e: self.named_at(frame.text, e))
         for kinds in (SOFTWARE, CHOOSABLE | {NodeType.MODEL}):
             for eid in ordered:
@@ -339,7 +331,9 @@ class UnitIndex:
         siblings = [
             u
             for u in self._doc_units.get(row.doc, [])
-            if u.kind == UnitKind.ROW and u.header == row.header and abs(u.start - row.start) < 4000
+            if u.kind == UnitKind.ROW
+            and u.header == row.header
+            and abs(u.start - row.start) < W.ROW_WINDOW
         ]
 
         own_names = (
@@ -359,7 +353,8 @@ class UnitIndex:
             if prefer and u.subject == prefer:
                 head = normalize_name(u.cells[0]) if u.cells else ""
                 named = any(n and n in head for n in own_names)
-                score += sum(terms.values()) * (1.0 if named else 0.5)
+                if named:
+                    score += sum(terms.values()) * W.OWN_ROW_BONUS
             return score
 
         scored = sorted(
@@ -432,7 +427,7 @@ class UnitIndex:
         names = sorted(
             {n for n in [node.name, *node.aliases] if len(n) >= 2}, key=len, reverse=True
         )
-        for unit in self.search.by_subject.get(entity, [])[:80]:
+        for unit in self.search.by_subject.get(entity, [])[: W.DEFINITION_UNITS]:
             if unit.kind not in (UnitKind.SENTENCE, UnitKind.ITEM, UnitKind.HEADING):
                 continue
             head = unit.text.lstrip("*`_ ")
@@ -445,7 +440,7 @@ class UnitIndex:
         """`ranked` and after it the entities' own units that retrieval left out (not code), at
         half the lowest retrieved score: they compete on relevance to the question alone."""
         seen = {r.unit.id for r in ranked}
-        floor = min((r.score for r in ranked), default=1.0) * 0.5
+        floor = min((r.score for r in ranked), default=1.0) * W.OWN_UNITS_SHARE
         extra = []
         for eid in entities:
             # its units, and the units of its own documents that name it under another
@@ -456,9 +451,9 @@ class UnitIndex:
                     for u in self.search.by_mention.get(eid, [])
                     if u.subject != eid and self._doc_subject.get(u.doc) == eid
                 ),
-                100,
+                W.OWN_NAMING_UNITS,
             )
-            for u in chain(self.search.by_subject.get(eid, [])[:400], named):
+            for u in chain(self.search.by_subject.get(eid, [])[: W.OWN_UNITS], named):
                 if u.id not in seen and u.kind != UnitKind.CODE:
                     seen.add(u.id)
                     extra.append(RankedUnit(u, floor, 0.0, 0.0, False))
@@ -476,7 +471,7 @@ class UnitIndex:
         states_asked: bool = False,
     ) -> float:
         """How much a unit says of what the question asks: its weighted share of the question's
-        terms (rare terms weigh more), a headline or a fragment less (unless it `states_asked`:
+        terms (rare terms weigh more), a fragment less (unless it `states_asked`:
         "[Apache License 2.0](LICENSE)" is the answer to "which licence?"), the more of the
         asked kinds of value it states the more ("2× faster with 70% less VRAM")."""
         return self._relevance(unit, self._weighed_terms(weights), hints, states_asked)
@@ -507,14 +502,15 @@ class UnitIndex:
             # a sentence under "### 自动微分" speaks of automatic differentiation: its section's
             # words count, at half weight (a title's words are every unit's under it)
             title = self._text_tokens(unit.heading_path[-1]).intersection(terms) - tokens
-            score += 0.5 * sum(weighed for _at, weighed in sorted(terms[t] for t in title))
-        if unit.kind == UnitKind.HEADING:
-            score *= 0.3
-        elif unit.kind != UnitKind.ROW and not states_asked and self._width(unit) < 25:
-            score *= 0.6
+            score += W.TITLE_WEIGHT * sum(
+                weighed for _at, weighed in sorted(terms[t] for t in title)
+            )
+        fragment = unit.kind not in (UnitKind.HEADING, UnitKind.ROW) and not states_asked
+        if fragment and self._width(unit) < W.FRAGMENT_WIDTH:
+            score *= W.FRAGMENT_WEIGHT
         if hints:  # no hint multiplies by 1
             said = " ".join([unit.text, *unit.header])
-            score *= 1 + 0.8 * sum(1 for hint in hints if hint.search(said))
+            score *= 1 + W.HINT_GAIN * sum(1 for hint in hints if hint.search(said))
         return score
 
     def _width(self, unit: EvidenceUnit) -> int:
@@ -554,11 +550,16 @@ class UnitIndex:
                 for e in self._edges.get((r.unit.doc, r.unit.start), [])
             )
             value = self._relevance(r.unit, terms, hints, states)
-            rel[r.unit.id] = value * 1.6 if states else value
+            rel[r.unit.id] = value * W.STATES_ASKED_GAIN if states else value
         top_rel = max(rel.values()) or 1.0
         top_score = items[0].score or 1.0
         scored = [
-            (0.5 * r.score / top_score + 0.5 * rel[r.unit.id] / top_rel, r.unit) for r in items
+            (
+                W.RETRIEVAL_SHARE * r.score / top_score
+                + W.RELEVANCE_SHARE * rel[r.unit.id] / top_rel,
+                r.unit,
+            )
+            for r in items
         ]
         scored.sort(key=lambda t: (-t[0], t[1].id))
         return scored

@@ -24,6 +24,7 @@ import numpy.typing as npt
 from ingest.lexical import LexicalIndex
 from ingest.topk import top_k
 from ingest.units import stem_text, unit_groups, unit_index_text
+from kg import cues
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
 
@@ -32,23 +33,7 @@ __all__ = ["STOPWORDS", "RankedUnit", "UnitSearch", "bilingual_search"]
 _RRF = 60.0
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 #: English function words and question words: they say nothing about which unit answers.
-STOPWORDS = frozenset(
-    """
-    a an the and or but if of to in on at by for with from into onto about as is are was were
-    be been being do does did done have has had having i we you he she it they me us my our
-    your its their this that these those there here what which who whom whose when where why
-    how can could should would will shall may might must not no yes so than then too very just
-    also only any some all each every more most other such own same both either neither one
-    want wants need needs looking look use using used get got make let like run running which
-    what's i'm we're don't does doesn't isn't aren't
-    什么 哪个 哪些 怎么 如何 为什么 是否 可以 应该 需要 还是 有没有 多少 一个
-    这个 那个 我们 我 你 他们 想 要 用 吗 呢 的 了 是 在 和 与 及 或 也
-    都 就 公司 找 有 选 选哪个 哪 个 让 能 请问 一下 这种 这些 那些 现在
-    直接 还要 还 又 而 但 如果 因为 所以 已经 没有 不 上 下 里 中 对 把 被
-    给 会 该 应 吧 啊 哦 么 做 到 从 向 比 更 最 很 多 少 大 小 自己
-    我们的 你们 他 她 它
-    """.split()  # noqa: SIM905 - a word list reads best as words
-)
+STOPWORDS = frozenset(w for lang in cues.LANGUAGES for w in cues.words("words.stop", lang))
 _KIND_PRIOR = {
     UnitKind.SENTENCE: 1.0,
     UnitKind.ITEM: 1.0,

@@ -64,7 +64,7 @@ def _facts(answer_text: str) -> list[str]:
     "question",
     [
         "模型要部署到边缘端的 Intel 设备上，推荐哪个推理框架？",
-        "Which inference engine for an edge device with the lowest latency?",
+        "Lowest latency on an edge device: which inference engine?",
         "高吞吐 GPU 推理用什么？",
     ],
 )

@@ -45,7 +45,7 @@ def test_the_article_links_engines_and_the_strategy_to_the_gpu(assistant: Assist
         "What exactly does FSDP split across the GPUs?",  # no kind cue: read as CHOOSE by default
         "FSDP 在多张 GPU 上切分的是什么？",  # FACT
         "How does FSDP save memory on GPUs?",  # HOW_TO
-        "Is FSDP still recommended for saving memory on GPUs?",  # yes/no: "recommend" is no choice
+        "Is FSDP still a recommended way to save memory on GPUs?",  # yes/no: no choice
     ],
 )
 def test_a_question_about_a_named_thing_recommends_nothing_else(
@@ -87,12 +87,12 @@ def test_what_the_named_thing_leads_to_is_recommended_with_its_path(assistant: A
     ("question", "expected"),
     [
         ("我只有 GPU 服务器，推理引擎选哪个？", True),
-        ("Which library should I use on a GPU?", True),
+        ("On a GPU, which library would you pick?", True),
         ("What exactly does FSDP split across the GPUs?", False),
         ("FSDP 在多张 GPU 上切分的是什么？", False),
         ("Is FSDP still recommended on GPUs?", False),  # a yes/no question about what it names
         ("多卡训练还推荐用 FSDP 吗？", False),
-        ("Which engine do you recommend for my GPU server?", True),
+        ("For my GPU server, which engine would you recommend?", True),
     ],
 )
 def test_asks_to_choose(assistant: Assistant, question: str, expected: bool) -> None:

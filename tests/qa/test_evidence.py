@@ -135,8 +135,8 @@ def test_the_thing_the_sources_describe_for_the_need_is_recommended(
     ("question", "said"),
     [
         ("Does Zephyr support Windows?", "Windows is not supported"),
-        ("Which Python version does Zephyr need?", "Python 3.10 or later is required"),
-        ("How much VRAM does Quill need for a 13B model with QLoRA?", "10 GB"),
+        ("On which Python releases can Zephyr be installed?", "Python 3.10 or later is required"),
+        ("Fine-tuning a 13B model with QLoRA in Quill: how many GB of GPU memory?", "10 GB"),
         ("Lumen 支持哪些平台？", "Linux 和 macOS"),
     ],
 )
@@ -254,8 +254,8 @@ def test_each_reason_adds_the_most_the_question_asks_that_the_ones_before_did_no
     files = {"tessera-README.md": TESSERA, "quill-README.md": QUILL}
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
     question = (
-        "I need a C++/Python inference library that runs Whisper and NLLB, "
-        "with INT8 quantization on CPU and GPU. Which one?"
+        "Our speech and seq2seq models (Whisper, NLLB) must run with INT8 weights on both "
+        "CPU and GPU, from C++ or Python. What library fits?"
     )
     answer = assistant.ask(question)
     assert answer.recommendations and answer.recommendations[0].name == "Tessera", answer.answer
@@ -282,7 +282,7 @@ def _readme(name: str, licence: str, lines: list[str]) -> str:
 def test_each_named_thing_answers_with_its_edge_of_the_asked_relation(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """ "What licences do A and B use?": each thing's own unit that states the asked relation
+    """ "A and B come under which licences?": each thing's own unit that states the asked relation
     (a short "[Apache License 2.0](LICENSE)" line retrieval may leave out) answers for it, not
     a longer sentence that shares an incidental word of the question ("team")."""
     files = {
@@ -306,7 +306,7 @@ def test_each_named_thing_answers_with_its_edge_of_the_asked_relation(
     }
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
     answer = assistant.ask(
-        "Licensing check for our legal team: what licences do Arbor and Birch use?"
+        "The legal team needs to know: Arbor and Birch are released under which licences?"
     )
     assert "Apache License 2.0" in answer.answer and "MIT License" in answer.answer, answer.answer
 
@@ -314,7 +314,7 @@ def test_each_named_thing_answers_with_its_edge_of_the_asked_relation(
 def test_a_false_premise_about_hardware_meets_the_hardware_the_sources_state(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Asked how many CPU threads a GPU engine needs "since it only runs on CPUs", the answer
+    """Asked how many threads a GPU engine needs "given that it runs on CPUs alone", the answer
     shows what the engine's README says it runs on, not another of its edges that the question's
     "runs on" also asks for (what it supports)."""
     engine = (
@@ -333,7 +333,7 @@ def test_a_false_premise_about_hardware_meets_the_hardware_the_sources_state(
         dense=False,
     )
     answer = assistant.ask(
-        "Since Osprey only runs on CPUs, how many CPU threads should I give it for a 70B model?"
+        "Given that Osprey runs on CPUs alone, how many threads should a 70B model get?"
     )
     assert "consumer GPUs" in answer.answer, answer.answer
 
@@ -359,8 +359,8 @@ def test_the_candidate_whose_units_state_more_of_the_needs_ranks_first(
     files = {"heron-README.md": heron, "egret-README.md": egret}
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
     answer = assistant.ask(
-        "Our company needs a self-hosted server with API key auth, per-user quotas and "
-        "role-based access, OpenAI-compatible. Which project?"
+        "What project fits a company that wants its own self-hosted, OpenAI-compatible server "
+        "with API key auth, user quotas and role-based access?"
     )
     assert answer.recommendations and answer.recommendations[0].name == "Heron", answer.answer
 
@@ -368,7 +368,7 @@ def test_the_candidate_whose_units_state_more_of_the_needs_ranks_first(
 @pytest.mark.parametrize(
     "question",
     [
-        "Zephyr 在原生 Windows 和 WSL2 上的支持有什么区别？",
+        "Zephyr 对 WSL2 与 Windows 的支持有什么不同？",
         "How does Zephyr differ on Windows and WSL2?",
     ],
 )
@@ -400,12 +400,12 @@ KESTREL = (
 def test_a_row_about_another_named_thing_answers_for_the_thing_asked_about(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """ "Which CUDA and torch versions does Kestrel need?": the row of Kestrel's table
+    """ "CUDA and torch for Kestrel: which release of each?": the row of Kestrel's table
     whose subject is CUDA answers too, though the question is about Kestrel (facts are drawn
     from the units about any thing the question names, not only the choosable ones)."""
     files = {"kestrel-README_zh.md": KESTREL, "zephyr-README.md": ZEPHYR}
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
-    answer = assistant.ask("Kestrel 需要的 CUDA 和 torch 版本分别是多少？")
+    answer = assistant.ask("装 Kestrel 时，CUDA 与 torch 各自要哪个版本？")
     assert "12.1" in answer.answer and "2.4.0" in answer.answer, answer.answer
 
 
@@ -424,8 +424,8 @@ def test_a_definition_that_names_a_version_is_the_definition(
     )
     store = article_store(tmp_path_factory, {"kite-README.md": kite, "zephyr-README.md": ZEPHYR})
     answer = Assistant.open(store, dense=False).ask(
-        "I want to write my model once and switch between JAX and PyTorch later. Which "
-        "high-level framework?"
+        "For model code that runs on JAX today and PyTorch tomorrow, which framework sits on top "
+        "of both?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["Kite"], answer.answer
     assert "multi-backend" in answer.answer.split("\n\n")[0], answer.answer
@@ -476,7 +476,7 @@ def test_a_thing_is_answered_for_by_its_own_documents_sentences_under_the_asked_
     files = {"mantis-README_CN.md": MANTIS, "gecko-README.md": GECKO}
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
     answer = assistant.ask(
-        "How do Gecko and Mantis differ in the way they implement automatic differentiation?"
+        "Where do Gecko and Mantis differ in how they do automatic differentiation, if at all?"
     )
     assert "代码变换法" in answer.answer, answer.answer
     assert "开放治理" not in answer.answer, answer.answer
@@ -485,7 +485,7 @@ def test_a_thing_is_answered_for_by_its_own_documents_sentences_under_the_asked_
 def test_each_named_thing_says_its_word_on_the_thing_a_two_part_question_leads_to(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """ "Heron credits one library…; does Wren build on the same one?": the answer follows
+    """ "Heron thanks a library…; is Wren built on it too?": the answer follows
     Heron to llama.cpp and shows Wren's own line on llama.cpp too, not only Heron's."""
     heron = (
         "# Heron\n\nHeron is a tool to fine-tune LLMs on one GPU. See the [docs](https://h.io).\n\n"
@@ -506,8 +506,8 @@ def test_each_named_thing_says_its_word_on_the_thing_a_two_part_question_leads_t
     files = {"heron-README.md": heron, "wren-README.md": wren}
     assistant = Assistant.open(article_store(tmp_path_factory, files), dense=False)
     answer = assistant.ask(
-        "Heron credits one C++ library for running and saving models. Which library is it, and "
-        "does Wren build on the same one?"
+        "Heron's README thanks a C++ runtime that runs and saves its models: which one, and is "
+        "Wren built on it too?"
     )
     assert "llama.cpp" in answer.answer and "Cosmo Libc" in answer.answer, answer.answer
 
@@ -527,8 +527,8 @@ def test_a_short_definition_comes_with_the_rest_of_its_paragraph(
     )
     files = {"lark-README.md": lark, "zephyr-README.md": ZEPHYR}
     answer = Assistant.open(article_store(tmp_path_factory, files), dense=False).ask(
-        "We want a self-hosted server that is a drop-in for the OpenAI and Anthropic APIs, "
-        "serves voice and image models behind one API, and runs on CPU-only boxes. Which project?"
+        "Which project can replace the OpenAI API and Anthropic's API on our own machines, "
+        "serve voice and image models from one endpoint, and run without a GPU?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["Lark"], answer.answer
     assert "No GPU required" in answer.answer.split("\n\n")[0], answer.answer

@@ -66,23 +66,22 @@ def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
 def test_how_two_things_compare_in_measured_quantities_is_decided_by_the_table(
     assistant: Assistant,
 ) -> None:
-    """ "How does A compare with B in tokens per second and memory?" names no winner to find,
+    """ "A vs B: how do they differ in memory and in tokens per second?" names no winner to find,
     but the table does: more tokens per second and less memory, in the section the question
     names (CPU), with the other option's row beside the winner's."""
     answer = assistant.ask(
-        "On CPU, how does Ferret compare with running the same model in Torchy itself, "
-        "in tokens per second and memory?"
+        "On CPU, Ferret vs Torchy: how do they differ in memory and in tokens per second?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["Ferret"], answer.answer
     assert "650.2" in answer.answer and "280.5" in answer.answer, answer.answer
 
 
 def test_the_quantity_a_question_qualifies_decides_alone(assistant: Assistant) -> None:
-    """ "Which needs less peak memory, LoRA or QLoRA, and what happens to throughput?": the
+    """ "Does LoRA or QLoRA use less memory, and how does throughput change?": the
     memory column decides, not a vote of memory against throughput."""
     answer = assistant.ask(
-        "With Ferret on one RTX 4090, which needs less peak memory to fine-tune, LoRA or QLoRA, "
-        "and what happens to throughput?"
+        "Fine-tuning with Ferret on one RTX 4090 card: does LoRA or QLoRA use less memory, and "
+        "how does throughput change?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["QLoRA"], answer.answer
 
@@ -93,7 +92,7 @@ def test_options_that_are_columns_are_recommended_as_the_value_the_row_states(
     """Options that are no entities (a table's "4090" column) are recommended as values: the
     verbatim row under their columns is what backs the pick."""
     answer = assistant.ask(
-        "With Ferret and Llama2 70B at 2.5 bpw, which GPU is faster, an RTX 3090 Ti or an RTX 4090?"
+        "Llama2 70B quantised to 2.5 bpw in Ferret: is RTX 4090 or RTX 3090 Ti quicker?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["4090"], answer.answer
     assert "38 t/s" in answer.answer, answer.answer
@@ -102,7 +101,7 @@ def test_options_that_are_columns_are_recommended_as_the_value_the_row_states(
 def test_telling_two_things_apart_without_a_measure_recommends_neither(
     assistant: Assistant,
 ) -> None:
-    answer = assistant.ask("How does Ferret compare with Torchy?")
+    answer = assistant.ask("Ferret vs Torchy: how do they differ?")
     assert answer.recommendations == [], answer.answer
 
 
@@ -140,8 +139,8 @@ def test_the_pick_shows_its_own_row_of_the_table_that_backs_it(assistant: Assist
     """A recommendation backed by a benchmark table quotes its own row ("Ferret 1.0 | 650.2"),
     not only the rows of the frameworks the question names."""
     answer = assistant.ask(
-        "We serve Torchy and Marlin translation models on CPU-only servers and need more tokens "
-        "per second and less memory than running them in Torchy. Which inference engine?"
+        "Our Torchy and Marlin translation models run on CPU-only machines; which inference engine "
+        "gives more tokens per second with less memory than Torchy does?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["Ferret"], answer.answer
     reasons = answer.answer.split("\n\n")[0]

@@ -69,7 +69,7 @@ Kestrel 是一个大模型微调框架。
 
 FILES = {"tern-README.md": TERN, "vortex-README.md": VORTEX, "kestrel-README_zh.md": KESTREL}
 QUESTION = (
-    "Tern 的单卡低显存配方集成了哪个库的低内存优化器？这个库的 8-bit 优化器是用什么原理省显存的？"
+    "Tern 在单卡上省显存的配方里用的低内存优化器出自哪个库？它的 8-bit 版优化器靠什么做到省显存？"
 )
 
 
@@ -101,8 +101,8 @@ def test_the_named_things_own_readme_leads_to_the_answer(
 def test_the_answer_does_not_depend_on_the_hash_seed(store: Path) -> None:
     questions = [
         QUESTION,
-        "Tern lists a quantization library for its recipes. Which library is it, and what does "
-        "its 8-bit optimizer use to save memory?",
+        "Tern's recipes use one quantization library: which one, and how does its 8-bit "
+        "optimizer save memory?",
     ]
     answers: dict[str, list[str]] = {q: [] for q in questions}
     for seed in ("1", "2", "3"):
@@ -124,25 +124,25 @@ def test_the_answer_does_not_depend_on_the_hash_seed(store: Path) -> None:
 
 
 def test_a_question_in_two_parts_gets_the_setting_and_both_claimed_amounts(store: Path) -> None:
-    """ "用什么参数" asks for a setting (nothing to recommend), and "能快多少、省多少显存" for two
-    amounts: the sentence that states both comes before one that states only the speed."""
+    """ "该写哪个参数" asks for a setting (nothing to recommend), and "能提速多少、节省多少显存"
+    for two amounts: the sentence that states both comes before one that states only the speed."""
     answer = Assistant.open(store).ask(
-        "在 Kestrel 里开启 Vortex 加速要用什么参数？Vortex 自己的文档宣称能快多少、省多少显存？"
+        "在 Kestrel 中启用 Vortex 加速，配置里该写哪个参数？"
+        "Vortex 的文档说它能提速多少、节省多少显存？"
     )
     assert answer.recommendations == [], answer.answer
     assert "use_vortex: true" in answer.answer, answer.answer
     assert "2× faster with 70% less VRAM" in answer.answer, answer.answer
 
 
-def test_what_a_named_things_readme_leads_to_is_the_answer_when_asked_what_it_is_called(
+def test_what_a_named_things_readme_leads_to_answers_a_question_that_asks_which_then_of_it(
     store: Path,
 ) -> None:
-    """Asked "What is it called, and …its…?", the question wants the thing the named README
-    leads to, though it asks no choice: that thing leads the answer, with its own sentence for
-    the second part."""
+    """Asked "…: which one, and …its…?", the question wants the thing the named README
+    leads to: that thing leads the answer, with its own sentence for the second part."""
     answer = Assistant.open(store, dense=False).ask(
-        "Tern's README names a library for low memory optimizers. What is it called, and "
-        "what does its 8-bit optimizer use to keep 32-bit quality?"
+        "Tern's README points to a library of low-memory optimizers: which one, and how does "
+        "its 8-bit optimizer keep 32-bit quality?"
     )
     assert answer.recommendations and answer.recommendations[0].name == "Vortex", answer.answer
     assert "block-wise" in answer.answer, answer.answer

@@ -99,8 +99,8 @@ def test_kind(reader: QuestionReader, text: str, kind: QuestionKind) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "Which inference engine should I use on an Intel CPU?",
-        "Which parallel strategy should I use for 8 GPUs?",
+        "For an Intel CPU, which inference engine is best?",
+        "For 8 GPUs, which parallel strategy is best?",
     ],
 )
 def test_two_word_which_questions_are_choices(reader: QuestionReader, text: str) -> None:
@@ -145,7 +145,7 @@ def test_near_names_that_are_not_entities_link_nothing(reader: QuestionReader, t
 def test_lexicon_entities_missing_from_the_graph_are_reported_unknown(
     reader: QuestionReader,
 ) -> None:
-    question = reader.read("MindSpore 和 PyTorch 哪个更适合国内企业？")
+    question = reader.read("PyTorch 与 MindSpore 哪个文档更全？")
     assert question.entity_ids == [PYTORCH]
     assert question.unknown_entities == ["MindSpore"]
 
@@ -171,12 +171,12 @@ def test_full_width_latin_links(reader: QuestionReader) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("pytorh 和 Tensor flow 哪个易用性评分更高？", [PYTORCH, TENSORFLOW]),
-        ("英伟达显卡上要做高吞吐推理，用啥引擎？", [NVIDIA]),
-        ("v llm 和 open vino 分别适合什么场景？", [VLLM, OPENVINO]),
+        ("pytorh 和 Tensor flow 哪个更好装？", [PYTORCH, TENSORFLOW]),
+        ("在英伟达显卡上跑大批量推理，选哪个引擎？", [NVIDIA]),
+        ("v llm 和 open vino 各自擅长什么？", [VLLM, OPENVINO]),
     ],
 )
-def test_corpus_graph_links_the_dev_set_typos(
+def test_corpus_graph_links_names_written_with_typos(
     assistant: Assistant,  # noqa: F811
     text: str,
     expected: list[str],
@@ -192,20 +192,20 @@ def test_spacing_typo_entities_keep_their_order(reader: QuestionReader) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "LLaMA-Factory 集成 vLLM 后推理速度是多少？",
-        "Can LLaMA Factory fine-tune with QLoRA?",
-        "Does llama_factory support PPO?",
+        "LLaMA-Forge 训练出的模型能交给 vLLM 吗？",
+        "Can LLaMA Forge fine-tune with QLoRA?",
+        "Does llama_forge support PPO?",
     ],
 )
 def test_a_name_spelled_apart_outranks_a_known_name_inside_it(text: str) -> None:
-    """A graph name written with dashes, spaces or underscores ("LLaMA-Factory" for the node
-    LlamaFactory) is the thing named, not the lexicon's shorter name within it (LLaMA)."""
+    """A graph name written with dashes, spaces or underscores ("LLaMA-Forge" for the node
+    LlamaForge) is the thing named, not the lexicon's shorter name within it (LLaMA)."""
     graph = KnowledgeGraph()
     graph.add_entity(Entity(id="model:llama", type=NodeType.MODEL, name="LLaMA"))
-    graph.add_entity(Entity(id="tool:llamafactory", type=NodeType.TOOL, name="LlamaFactory"))
+    graph.add_entity(Entity(id="tool:llamaforge", type=NodeType.TOOL, name="LlamaForge"))
     question = QuestionReader(graph, Lexicon.default()).read(text)
-    assert "tool:llamafactory" in question.entity_ids
+    assert "tool:llamaforge" in question.entity_ids
     assert "model:llama" not in question.entity_ids
     # the shorter name still links where it stands alone
-    alone = QuestionReader(graph, Lexicon.default()).read("LLaMA-Factory 能微调 LLaMA 吗？")
-    assert alone.entity_ids == ["tool:llamafactory", "model:llama"]
+    alone = QuestionReader(graph, Lexicon.default()).read("LLaMA-Forge 能微调 LLaMA 吗？")
+    assert alone.entity_ids == ["tool:llamaforge", "model:llama"]
