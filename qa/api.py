@@ -40,14 +40,16 @@ from kg.store import (
     UNITS_LEXICAL_FILE,
     Store,
 )
-from qa.compose import GraphComposer, find_conflicts
 from qa.decide.candidates import section_labels
+from qa.decide.graph.advice import GraphComposer, find_conflicts
+from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
-from qa.evidence import EvidenceComposer
-from qa.frame import QuestionFrame, asked_types, strip_injection
+from qa.read.frame import asked_types, strip_injection
+from qa.read.understand import QuestionReader
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
+from qa.retrieve.units import RankedUnit, UnitSearch
 from qa.schema import (
     Answer,
     AnswerDraft,
@@ -59,8 +61,6 @@ from qa.schema import (
     SnippetReport,
 )
 from qa.snippets.store_check import apply_cached_results
-from qa.understand import QuestionReader
-from qa.units import RankedUnit, UnitSearch
 from qa.verify import CitationVerifier
 
 if TYPE_CHECKING:
@@ -268,6 +268,7 @@ class Assistant:
 
         draft = self.evidence.compose(
             question.text,
+            question.frame,
             question.language,
             linked,
             ranked,
@@ -289,7 +290,7 @@ class Assistant:
         self, question: Question, draft: AnswerDraft, specific: list[str], ranked: list[RankedUnit]
     ) -> Reading:
         """What the reader is shown for a question (`qa.decide.reading`)."""
-        frame = QuestionFrame.read(question.text)
+        frame = question.frame
         return Reading.gather(
             frame.text,
             question.language,

@@ -13,12 +13,17 @@ seam (`ReaderModel`) lives with the reader, in `qa.decide.reader`.
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from kg.documents import Chunk, SnippetStatus
 from kg.errors import LLMBadResponse, LLMError, LLMTimeout, LLMUnavailable
 from kg.schema import Evidence, RelationType
+
+if TYPE_CHECKING:
+    from qa.read.frame import QuestionFrame
 
 __all__ = [
     "AbstainReason",
@@ -246,7 +251,7 @@ class LinkedEntity(BaseModel):
 
 
 class Question(BaseModel):
-    """A validated question with what it links to (made by `qa.understand.QuestionReader`)."""
+    """A validated question with what it links to (made by `qa.read.understand.QuestionReader`)."""
 
     text: str
     language: Language
@@ -262,6 +267,14 @@ class Question(BaseModel):
     def entity_ids(self) -> list[str]:
         """Linked ids in order of appearance, without repeats."""
         return list(dict.fromkeys(e.id for e in self.entities))
+
+    @cached_property
+    def frame(self) -> QuestionFrame:
+        """What the question asks (`qa.read.frame.QuestionFrame`), read once for every stage
+        after this one."""
+        from qa.read.frame import QuestionFrame
+
+        return QuestionFrame.read(self.text)
 
 
 class AbstainReason(StrEnum):

@@ -35,8 +35,8 @@ from pydantic import BaseModel, Field
 
 from kg.errors import QuestionError
 from kg.schema import NodeType
+from qa.read.understand import MAX_QUESTION_CHARS, clean_question, detect_language, has_choice_cue
 from qa.schema import Answer, Language, Question
-from qa.understand import MAX_QUESTION_CHARS, clean_question, detect_language, has_choice_cue
 
 if TYPE_CHECKING:
     from qa.api import AnswerEvent, Assistant

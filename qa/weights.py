@@ -20,7 +20,7 @@ something (`OPTION_UNRANKED`). Names are read at call time (`W.NAME`), so that t
 set them.
 
 Numbers that only shape text (how long a quoted paragraph runs) stay beside the code that
-writes it; retrieval's own weights (which units the reader sees too) are `qa.units`' and
+writes it; retrieval's own weights (which units the reader sees too) are `qa.retrieve.units`' and
 `qa.retrieve`'s.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# -- candidates for a choice (`qa.candidates.CandidateScorer.weigh`) ----------------------------
+# -- candidates for a choice (`qa.decide.graph.weigh.CandidateScorer.weigh`) -----------------------
 #: how many of the best retrieved units are weighed for what they are about
 #: measured: half: docs -1+0; 1.5x: dev -1+0, docs -1+0
 CANDIDATE_UNITS: Final = 30
@@ -70,7 +70,7 @@ CLAUSE_BASE: Final = 0.3
 #: measured: half: dev -1+0; 1.5x: =; neutral: dev -1+0, docs -1+0
 CLAUSE_GAIN: Final = 1.2
 
-# -- the alternatives a question names (`qa.candidates.option_candidates`, `qa.options`) ----------
+# -- the alternatives a question names (`weigh.option_candidates`, `qa.decide.graph.options`) --
 #: the retrieved units an alternative's evidence is drawn from, and the documents of the best
 #: of them whose other units naming an alternative join
 #: measured: half: =; 1.5x: =
@@ -95,7 +95,7 @@ TABLE_VOTE: Final = 10.0
 #: measured: half: =; 1.5x: =; neutral: =
 TABLE_SECTION_WEIGHT: Final = 2
 
-# -- a two-part question (`qa.candidates.bridge`) -------------------------------------------------
+# -- a two-part question (`qa.decide.graph.weigh.bridge`) ------------------------------------------
 #: the best units whose things the first part may lead to
 #: measured: half: =; 1.5x: =
 BRIDGE_UNITS: Final = 8
@@ -111,7 +111,7 @@ BRIDGE_TOLD_UNITS: Final = 2
 #: measured: half: docs -1+0; 1.5x: =
 BRIDGE_POINTS: Final = 2
 
-# -- the graph's advice (`qa.compose.GraphComposer`) -----------------------------------------------
+# -- the graph's advice (`qa.decide.graph.advice.GraphComposer`) -----------------------------------
 #: the n-th pick of a ranked recommendation weighs 1 / (1 + RANK_DECAY * (n - 1))
 #: measured: half: =; 1.5x: =; neutral: dev -2+0
 RANK_DECAY: Final = 0.6
@@ -135,7 +135,7 @@ MAX_GRAPH_PICKS: Final = 4
 #: measured: half: dev -1+0; 1.5x: =; neutral: dev -1+0
 SITUATION_FLOOR: Final = 0.45
 
-# -- the answer's points (`qa.evidence.EvidenceComposer`) ------------------------------------------
+# -- the answer's points (`qa.decide.graph.evidence.EvidenceComposer`) -----------------------------
 #: the reasons shown for the first pick (one for each other), the graph's picks taken and the
 #: paths read for each
 #: measured: half: docs -9+0; 1.5x: =
@@ -177,7 +177,7 @@ SECTION_POINTS: Final = 6
 #: measured: half: =; 1.5x: =
 SECTION_TITLE: Final = 4
 
-# -- weighing a unit against a question (`qa.unit_index.UnitIndex`) --------------------------------
+# -- weighing a unit against a question (`qa.retrieve.unit_index.UnitIndex`) -----------------------
 #: a unit's order: this share from retrieval's score, and this from its relevance
 #: measured: half: docs -3+1; 1.5x: docs -1+0
 RETRIEVAL_SHARE: Final = 0.5
@@ -216,7 +216,7 @@ ROW_WINDOW: Final = 4000
 #: measured: half: =; 1.5x: =; neutral: docs -1+0
 OWN_ROW_BONUS: Final = 1.0
 
-# -- what the sources do not cover (`qa.answerable.Answerability`) --------------------------------
+# -- what the sources do not cover (`qa.decide.graph.answerable.Answerability`) --------------------
 #: a price or a rate asked for must be stated by one of the best units
 #: measured: half: =; 1.5x: =
 QUANTITY_UNITS: Final = 12

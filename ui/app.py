@@ -27,8 +27,8 @@ import gradio as gr
 from gradio.events import api as gradio_api
 
 from qa.api import Assistant
+from qa.read.understand import MAX_QUESTION_CHARS
 from qa.session import Conversation
-from qa.understand import MAX_QUESTION_CHARS
 from ui.chat import ChatOutputs, Message, chat_turn, request_language
 from ui.examples import store_examples
 from ui.explorer import entity_names, explore, find_entity

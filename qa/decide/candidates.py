@@ -38,7 +38,7 @@ from ingest.text import split_sentences
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import NodeType, normalize_name
-from qa.shapes import text_width
+from qa.read.shapes import text_width
 
 __all__ = [
     "Candidate",

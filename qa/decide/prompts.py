@@ -14,8 +14,8 @@ from typing import Any
 from kg.documents import EvidenceUnit, UnitKind
 from qa.decide.candidates import Candidate
 from qa.decide.reading import Reading
+from qa.read.shapes import text_width
 from qa.schema import Language
-from qa.shapes import text_width
 
 __all__ = [
     "MODES",

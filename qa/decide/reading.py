@@ -16,8 +16,8 @@ from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import NodeType, normalize_name
 from qa.decide.candidates import Candidate, candidate_names, number_evidence
+from qa.retrieve.units import RankedUnit
 from qa.schema import AnswerDraft, Language
-from qa.units import RankedUnit
 
 __all__ = ["Reading", "rank_candidates", "select_evidence"]
 

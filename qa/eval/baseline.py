@@ -26,8 +26,8 @@ from kg.store import Store
 from qa.decide.reader import ReaderModel, Verdict, draft_from_verdict
 from qa.decide.reading import Reading
 from qa.eval.records import ChunkSpan, EvalRecord, GoldQuestion
-from qa.frame import QuestionFrame
 from qa.render import render_draft
+from qa.retrieve.units import RankedUnit
 from qa.schema import (
     Answer,
     AnswerDraft,
@@ -37,7 +37,6 @@ from qa.schema import (
     Question,
     Recommendation,
 )
-from qa.units import RankedUnit
 
 __all__ = ["BASELINE_BACKEND", "NaiveRAG", "first_solution"]
 
@@ -138,7 +137,7 @@ class NaiveRAG:
         assert self.llm is not None and self.reader is not None
         try:
             parsed = self.reader(text)
-            frame = QuestionFrame.read(parsed.text)
+            frame = parsed.frame
             units = [
                 EvidenceUnit(
                     id=c.id,

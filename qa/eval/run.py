@@ -47,8 +47,8 @@ from qa.eval.report import ReportData, SystemResult, write_report
 from qa.eval.score import EvalSummary, Scorer, breakdown
 from qa.llm.client import ChatModel
 from qa.llm.selfcheck import EngineBroken, check_chat, server_gone
+from qa.read.understand import clean_question
 from qa.schema import FallbackKind
-from qa.understand import clean_question
 
 __all__ = [
     "DEFAULT_K",

@@ -10,11 +10,11 @@ from ingest.text import Tokenizer
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, Evidence, NodeType, Relation, RelationType
-from qa.compose import GraphComposer, find_conflicts
+from qa.decide.graph.advice import GraphComposer, find_conflicts
+from qa.read.understand import QuestionReader
 from qa.render import render_draft
 from qa.retrieve import path_from_relations
 from qa.schema import AnswerDraft, EvidenceBundle, GraphPath, Question
-from qa.understand import QuestionReader
 from qa.verify import CitationVerifier
 
 GUIDE = (

@@ -10,7 +10,7 @@ from store_fixture import article_store
 
 from kg.schema import RelationType
 from qa.api import Assistant
-from qa.compose import asks_to_choose
+from qa.decide.graph.advice import asks_to_choose
 
 ARTICLE = """# 多卡训练与上线笔记
 

@@ -13,7 +13,7 @@ from grounding import assert_grounded, exported_edges
 from store_fixture import article_store
 
 from qa.api import Assistant
-from qa.frame import QuestionFrame
+from qa.read.frame import QuestionFrame
 from qa.schema import Answer, FallbackKind
 
 ZEPHYR = """# Zephyr

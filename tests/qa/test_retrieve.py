@@ -14,8 +14,8 @@ from kg.documents import Chunk
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, Evidence, NodeType, Relation, RelationType
-from qa.retrieve import Retriever, in_scale
-from qa.understand import QuestionReader, gpu_count
+from qa.read.understand import QuestionReader, gpu_count
+from qa.retrieve.paths import Retriever, in_scale
 
 DOC = "guide.md"
 PARTS = [

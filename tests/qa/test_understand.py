@@ -12,8 +12,8 @@ from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, NodeType, entity_id
 from qa.api import Assistant
+from qa.read.understand import MAX_QUESTION_CHARS, QuestionReader, clean_question, detect_language
 from qa.schema import Language, QuestionKind
-from qa.understand import MAX_QUESTION_CHARS, QuestionReader, clean_question, detect_language
 
 PYTORCH = entity_id(NodeType.FRAMEWORK, "PyTorch")
 TENSORFLOW = entity_id(NodeType.FRAMEWORK, "TensorFlow")

@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from ingest.lexical import LexicalIndex
-from qa.units import bilingual_search
+from qa.retrieve.units import bilingual_search
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 

@@ -10,7 +10,14 @@ from pathlib import Path
 from qa import weights as W
 
 ROOT = Path(__file__).resolve().parents[2]
-GRAPH_PATH = ["candidates", "options", "compose", "evidence", "unit_index", "answerable"]
+GRAPH_PATH = [
+    "decide/graph/weigh",
+    "decide/graph/options",
+    "decide/graph/advice",
+    "decide/graph/evidence",
+    "retrieve/unit_index",
+    "decide/graph/answerable",
+]
 
 
 def _sources() -> dict[str, str]:

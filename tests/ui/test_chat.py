@@ -12,8 +12,8 @@ import pytest
 
 from qa.api import Assistant
 from qa.decide import Reading, Verdict
+from qa.read.understand import MAX_QUESTION_CHARS
 from qa.session import Conversation, Session
-from qa.understand import MAX_QUESTION_CHARS
 from ui.chat import chat_turn
 from ui.explorer import explore
 

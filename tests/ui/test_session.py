@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from qa.api import Assistant
+from qa.read.understand import MAX_QUESTION_CHARS
 from qa.session import Conversation, Session, rejection_of
-from qa.understand import MAX_QUESTION_CHARS
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,14 @@ from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import Evidence, NodeType, Relation, RelationType, normalize_name
 from qa import weights as W
-from qa.frame import QuestionFrame
+from qa.read.frame import QuestionFrame
+from qa.read.shapes import answer_hints, asked_relations, text_width
+from qa.retrieve.units import STOPWORDS, RankedUnit, UnitSearch
 from qa.schema import (
     DraftPoint,
     GraphPath,
     PathEdge,
 )
-from qa.shapes import answer_hints, asked_relations, text_width
-from qa.units import STOPWORDS, RankedUnit, UnitSearch
 
 __all__ = ["CHOOSABLE", "SOFTWARE", "UnitIndex"]
 

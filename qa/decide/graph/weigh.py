@@ -13,10 +13,10 @@ from ingest.units import stem_text
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
 from qa import weights as W
-from qa.frame import QuestionFrame
-from qa.options import resolve_options
-from qa.unit_index import CHOOSABLE, SOFTWARE, UnitIndex
-from qa.units import RankedUnit, bilingual_search
+from qa.decide.graph.options import resolve_options
+from qa.read.frame import QuestionFrame
+from qa.retrieve.unit_index import CHOOSABLE, SOFTWARE, UnitIndex
+from qa.retrieve.units import RankedUnit, bilingual_search
 
 __all__ = ["Candidate", "CandidateScorer"]
 
@@ -221,8 +221,9 @@ class CandidateScorer(UnitIndex):
     def option_candidates(
         self, frame: QuestionFrame, ranked: list[RankedUnit], named: Set[str] = frozenset()
     ) -> list[tuple[str, float, list[EvidenceUnit]]]:
-        """The question's own alternatives, best first (`qa.options`). An alternative that is no
-        entity ("runtime", a table's "4090") is recommended as a value the sources state."""
+        """The question's own alternatives, best first (`qa.decide.graph.options`). An
+        alternative that is no entity ("runtime", a table's "4090") is recommended as a value
+        the sources state."""
         options = frame.options
         nodes = [self.graph.find(o.text) for o in options]
         cores = [normalize_name(o.text) for o in options]

@@ -1,7 +1,8 @@
 """What a question asks, read off its words: the kind of answer, the options it names, the things
 it requires the sources to cover, a quantity it wants, and any instructions hidden inside it.
 
-Nothing here knows a document: it is the question's side of the evidence match in `qa.evidence`.
+Nothing here knows a document: it is the question's side of the evidence match in
+`qa.decide.graph.evidence`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The evidence composer: answers from the units retrieval found, cited by the graph edges they are.
 
-1. **Answerable?** (`qa.answerable`) A question is declined when the specific names of its asking
-   sentence appear in no document, when it asks for a price or a rate no retrieved unit states,
-   or when nothing relevant was retrieved.
-2. **Candidates** (`qa.candidates`, a question that asks to choose): the entities the retrieved
-   units are about, or the options the question names, with the graph's explicit advice
-   (`qa.compose`) first when the question matches a situation the sources advise on.
-3. **Points** (`qa.unit_index`): the recommendation's best units (its definition first), an
+1. **Answerable?** (`qa.decide.graph.answerable`) A question is declined when the specific
+   names of its asking sentence appear in no document, when it asks for a price or a rate no
+   retrieved unit states, or when nothing relevant was retrieved.
+2. **Candidates** (`qa.decide.graph.weigh`, a question that asks to choose): the entities the
+   retrieved units are about, or the options the question names, with the graph's explicit advice
+   (`qa.decide.graph.advice`) first when the question matches a situation the sources advise on.
+3. **Points** (`qa.retrieve.unit_index`): the recommendation's best units (its definition first), an
    alternative, caveats; for other questions the best units overall, one per named entity first
    (two documents for a two-hop question), the route from what the question names, a named
    section's points, what each document says when the question asks whether they agree. Each
@@ -24,9 +24,20 @@ from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import NodeType, RelationType, normalize_name
 from qa import weights as W
-from qa.answerable import Answerability
-from qa.candidates import CandidateScorer
-from qa.frame import QuestionFrame, asks_amount
+from qa.decide.graph.answerable import Answerability
+from qa.decide.graph.weigh import CandidateScorer
+from qa.read.frame import QuestionFrame, asks_amount
+from qa.read.shapes import (
+    DISAGREE,
+    SECTION_NUMBER,
+    asked_relations,
+    question_parts,
+    second_part,
+    text_width,
+    two_part,
+)
+from qa.retrieve.unit_index import CHOOSABLE, SOFTWARE
+from qa.retrieve.units import RankedUnit
 from qa.schema import (
     AbstainReason,
     AnswerDraft,
@@ -36,17 +47,6 @@ from qa.schema import (
     GraphPath,
     Language,
 )
-from qa.shapes import (
-    DISAGREE,
-    SECTION_NUMBER,
-    asked_relations,
-    question_parts,
-    second_part,
-    text_width,
-    two_part,
-)
-from qa.unit_index import CHOOSABLE, SOFTWARE
-from qa.units import RankedUnit
 
 __all__ = ["EvidenceComposer"]
 
@@ -64,6 +64,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
     def compose(
         self,
         question: str,
+        frame: QuestionFrame | None,
         language: Language,
         linked: list[str],
         ranked: list[RankedUnit],
@@ -72,10 +73,11 @@ class EvidenceComposer(CandidateScorer, Answerability):
         | None = None,
         surfaces: Iterable[tuple[tuple[str, int], str]] = (),
     ) -> AnswerDraft:
-        """The answer draft for a question, from its ranked units. `hop(text, entity, about)`
-        searches again, for units about `about`, with an entity the first units lead to (a
-        question in two parts follows that edge)."""
-        frame = QuestionFrame.read(question)
+        """The answer draft for a question, from its ranked units and its frame (read once, by
+        the read stage; None: read here). `hop(text, entity, about)` searches again, for units
+        about `about`, with an entity the first units lead to (a question in two parts follows
+        that edge)."""
+        frame = frame or QuestionFrame.read(question)
         draft = AnswerDraft(question=question, language=language, injection=frame.injection)
         pairs = list(surfaces)
         reason = self.abstain_reason(

@@ -8,7 +8,7 @@ import re
 
 from kg import cues
 from kg.schema import Entity, RelationType
-from qa.frame import asks_setting, asks_yes_no
+from qa.read.frame import asks_setting, asks_yes_no
 
 __all__ = [
     "DISAGREE",

@@ -4,8 +4,8 @@ Essays state advice as structure: decision trees, rankings, "for X: use Y" lists
 rating tables. `GraphComposer.situational` scores what the situations a question matches
 recommend (and what its constraints select), with the paths that support each pick, the route
 and comparison facts around them, and the disagreements between sources about what the question
-names. The evidence composer (`qa.evidence`) builds the answer from these and from the evidence
-units; it decides when to decline.
+names. The evidence composer (`qa.decide.graph.evidence`) builds the answer from these and
+from the evidence units; it decides when to decline.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from kg import cues
 from kg.graph import KnowledgeGraph
 from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
 from qa import weights as W
+from qa.read.understand import has_choice_cue
 from qa.retrieve import path_from_relations
 from qa.schema import (
     Conflict,
@@ -28,7 +29,6 @@ from qa.schema import (
     Question,
     QuestionKind,
 )
-from qa.understand import has_choice_cue
 
 __all__ = ["GraphComposer", "asks_to_choose", "find_conflicts"]
 

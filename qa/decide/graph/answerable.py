@@ -10,13 +10,13 @@ import re
 from kg import cues
 from kg.schema import NodeType, normalize_name
 from qa import weights as W
-from qa.frame import QuestionFrame, named_things
+from qa.read.frame import QuestionFrame, named_things
+from qa.read.shapes import version_after
+from qa.retrieve.unit_index import CHOOSABLE, UnitIndex
+from qa.retrieve.units import RankedUnit
 from qa.schema import (
     AbstainReason,
 )
-from qa.shapes import version_after
-from qa.unit_index import CHOOSABLE, UnitIndex
-from qa.units import RankedUnit
 
 __all__ = ["Answerability"]
 

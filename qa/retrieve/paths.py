@@ -27,8 +27,8 @@ from kg.documents import Chunk
 from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import NodeType, Relation, RelationType
+from qa.read.understand import gpu_count
 from qa.schema import EvidenceBundle, GraphPath, PathEdge, Question, RetrievedChunk
-from qa.understand import gpu_count
 
 __all__ = ["Retriever", "cjk_bigrams", "path_from_relations"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from kg.graph import KnowledgeGraph
+from qa.read.shapes import text_width
 from qa.schema import (
     AbstainReason,
     Answer,
@@ -23,7 +24,6 @@ from qa.schema import (
     Recommendation,
     SnippetReport,
 )
-from qa.shapes import text_width
 
 __all__ = [
     "RELATION_WORDS",

@@ -21,7 +21,7 @@ from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from kg.schema import normalize_name
 from qa import weights as W
-from qa.frame import MEMORY_WORDS, SPEED_WORDS, Option
+from qa.read.frame import MEMORY_WORDS, SPEED_WORDS, Option
 
 __all__ = ["OptionVerdict", "resolve_options"]
 
