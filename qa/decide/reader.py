@@ -44,6 +44,9 @@ class Verdict(BaseModel):
     prompt_tokens: int | None = Field(default=None, description="as the server counted them")
     completion_tokens: int | None = None
     seconds: float | None = Field(default=None, description="the request, start to end")
+    unsure: bool = Field(
+        default=False, description="the pick moved with the candidates' order (consistency)"
+    )
 
 
 class ReaderModel(Protocol):
@@ -67,12 +70,20 @@ class Reader:
     and a sentence, which streams.
     """
 
-    def __init__(self, chat: StructuredChat, *, mode: str = "pick", max_tokens: int = 96) -> None:
+    def __init__(
+        self,
+        chat: StructuredChat,
+        *,
+        mode: str = "pick",
+        max_tokens: int = 96,
+        consistency: bool = False,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown reader mode {mode!r}: one of {MODES}")
         self.chat = chat
         self.mode = mode
         self.max_tokens = max_tokens
+        self.consistency = consistency
         self.name = chat.settings.model
 
     def _request(self, reading: Reading) -> tuple[str, list[dict[str, str]], dict[str, Any]]:
@@ -80,7 +91,28 @@ class Reader:
         return mode, reader_messages(reading, mode), reader_schema(reading, mode)
 
     def read(self, reading: Reading) -> Verdict:
-        """One constrained completion as a verdict (raises `LLMError` when unusable)."""
+        """The reader's verdict (raises `LLMError` when unusable). With `consistency`, a pick is
+        asked twice, the candidates listed in two orders (the second shares the first's
+        evidence, which a server keeps cached): a pick that holds in both orders stands; one
+        that moves with the order is no decision, and the graph's own pick (★) stands in."""
+        first = self._read_once(reading)
+        if not self.consistency or not reading.candidates or self.mode != "pick":
+            return first
+        turned = reading.model_copy(update={"candidates": reading.candidates[::-1]})
+        second = self._read_once(turned)
+        if first.pick == second.pick:
+            return first
+        proposed = next((c for c in reading.candidates if c.proposed), None)
+        return first.model_copy(
+            update={
+                "pick": proposed or first.pick,
+                "seconds": (first.seconds or 0.0) + (second.seconds or 0.0),
+                "unsure": True,
+            }
+        )
+
+    def _read_once(self, reading: Reading) -> Verdict:
+        """One constrained completion as a verdict."""
         mode, messages, schema = self._request(reading)
         started = time.perf_counter()
         result = self.chat.chat(messages, schema=schema, max_tokens=self.max_tokens)
