@@ -67,7 +67,10 @@ class Reader:
 
     `mode` (`qa.decide.prompts.MODES`): `pick`, the name alone (the fewest tokens to decode: on
     a CPU each costs ~50 ms); `cited`, the evidence numbers first, then the name; `full`, those
-    and a sentence, which streams.
+    and a sentence, which streams. `consistency` (a pick's): the pick is asked in two orders of
+    the candidates, and one that moves with the order is no decision (`read`): measured with the
+    0.5B model on the gold picks of the three public sets, 29 of real-docs' 52 against 20 asked
+    once, 8 of real-articles' 35 against 8, 32 of dev's 59 against about 27.
     """
 
     def __init__(
@@ -76,7 +79,7 @@ class Reader:
         *,
         mode: str = "pick",
         max_tokens: int = 96,
-        consistency: bool = False,
+        consistency: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown reader mode {mode!r}: one of {MODES}")

@@ -4,6 +4,7 @@ started once per session by tests/qa/conftest.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -170,3 +171,31 @@ def test_the_full_reader_streams_its_sentence_and_the_answer_is_verified(
         grounded(final)
     else:  # the graph answer stands, with the typed reason
         assert final.fallback is not None and final.fallback.kind.is_llm, final.notes
+
+
+class _FirstNamed:
+    """A chat model (the `StructuredChat` seam, no protocol) that always picks the candidate the
+    prompt lists first: a reader whose pick moves with the order."""
+
+    class settings:
+        model = "first"
+
+    def chat(self, messages, *, schema=None, schema_name="answer", max_tokens=None):  # type: ignore[no-untyped-def]
+        from qa.llm.client import ChatResult
+
+        line = messages[-1]["content"].splitlines()[-2]  # the candidates; the question last
+        body = line.split("：", 1)[1] if "：" in line else line.split(": ", 1)[1]
+        name = body.split("、")[0].split("; ")[0].split(" [")[0].rstrip("★")
+        return ChatResult(content=json.dumps(name, ensure_ascii=False), model="first")
+
+
+def test_a_pick_that_moves_with_the_order_is_no_decision(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    assert len(reading.candidates) > 1 and reading.candidates[0].proposed
+    verdict = Reader(_FirstNamed(), consistency=True).read(reading)  # type: ignore[arg-type]
+    # asked in two orders it named the first each time: two names, so the graph's pick stands
+    assert verdict.unsure and verdict.pick == next(c for c in reading.candidates if c.proposed)
+    once = Reader(_FirstNamed(), consistency=False).read(reading)  # type: ignore[arg-type]
+    assert not once.unsure and once.pick == reading.candidates[0]
