@@ -21,7 +21,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 import numpy as np
 
 from ingest.embed.protocol import EmbedderError, Vectors, normalised
@@ -77,6 +76,8 @@ class OpenAIEmbedder:
         self.base_url, self.model = base_url.rstrip("/"), model
         self.batch, self.concurrency = batch, concurrency
         self.prefixes = prefixes or (E5_PREFIXES if "e5" in model.casefold() else ("", ""))
+        import httpx  # only for an embedding server: `kgqa ask` does not load the HTTP client
+
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s)
         self._dim: int | None = None
@@ -103,6 +104,8 @@ class OpenAIEmbedder:
 
     def _request(self, texts: list[str]) -> Vectors:
         """One `/embeddings` call: the rows in the order of `texts`."""
+        import httpx
+
         try:
             response = self._client.post("/embeddings", json={"model": self.model, "input": texts})
             response.raise_for_status()

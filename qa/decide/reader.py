@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -24,9 +24,10 @@ from kg.schema import normalize_name
 from qa.decide.candidates import Candidate
 from qa.decide.prompts import MODES, NONE, reader_messages, reader_mode, reader_schema
 from qa.decide.reading import Reading
-from qa.llm.answerer import stream_answer_field
-from qa.llm.offline import StructuredChat
 from qa.schema import AnswerDraft, DraftPoint, DraftRecommendation
+
+if TYPE_CHECKING:
+    from qa.llm.offline import StructuredChat
 
 __all__ = ["PointMaker", "Reader", "ReaderModel", "Verdict", "draft_from_verdict"]
 
@@ -135,6 +136,8 @@ class Reader:
         if mode != "full":
             yield self.read(reading)
             return
+        from qa.llm.answerer import stream_answer_field  # the LLM client's stack, only here
+
         pieces = self.chat.stream(messages, schema=schema, max_tokens=self.max_tokens)
         for item in stream_answer_field(pieces):
             yield item if isinstance(item, str) else self.verdict(reading, item)

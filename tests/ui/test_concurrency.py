@@ -59,7 +59,8 @@ def test_twenty_answers_run_at_once(tmp_path_factory: pytest.TempPathFactory) ->
 
     assistant.ask = ask  # type: ignore[method-assign]
     port = _free_port()
-    demo = launch_app(assistant, port=port, block=False)
+    # examples given: drawn from the store, they would be asked of the answerer (at the barrier)
+    demo = launch_app(assistant, port=port, block=False, examples=["初学者先学哪个框架？"])
     try:
         url = f"http://127.0.0.1:{port}/"
         with ThreadPoolExecutor(SESSIONS) as pool:
