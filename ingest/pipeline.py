@@ -146,8 +146,7 @@ class IngestReport(BaseModel):
 #: table of ✅ and ❌ under named columns compares the columns; 7: reStructuredText, MDX, notebooks
 #: and PDFs are read, Markdown's front matter and MyST's cell lines are no text.
 #: 8: a channel is no entity; instruction sets and GPU architectures are found in text; a thing
-#: only its own units are about is claimed by its document's subject; a node no claim touches
-#: and no unit is about is left out.
+#: only its own units are about is claimed by its document's subject.
 EXTRACTOR_VERSION = 8
 
 
@@ -534,8 +533,7 @@ class _Run:
             projects=self.projects,
         )
         extractions = [r.extraction for r in records.values()] + [linked.extraction]
-        about = {u.subject for u in linked.units if u.subject}
-        graph, dropped = merge_extractions(extractions, lexicon, about)
+        graph, dropped = merge_extractions(extractions, lexicon)
         report.dropped_relations, report.dropped = len(dropped), dropped
         self.writer.put_graph(graph)
         lexical = LexicalIndex(Tokenizer(cache_dir=self.cache_dir))
