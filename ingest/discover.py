@@ -70,6 +70,8 @@ _PLACEHOLDER = re.compile(
     r"(?i:^\d+[-\s]?(?:bits?|bpw|b|x|k|m|gb|mb)$)|"
     r"^[a-z]\.[a-z]\.?$",
 )
+#: a community channel or contact link ("YouTube", "GitHub Issues", "QQ群"): no entity
+CHANNEL = re.compile(rf"^{cues.alternatives('names.channel')}$", re.I)
 _SENTENCE_PUNCT = re.compile(r"[,;!?，。；！？、]|[.:](?=\s)|\s[-–—]\s")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_TOKEN = re.compile(r"[A-Za-z][\w.+\-]*")
@@ -132,9 +134,13 @@ def looks_like_entity(name: str) -> bool:
     [False, False, False, False, False]
     >>> [looks_like_entity(n) for n in ["Description", "[privacy-filter.cpp]", "🔮 Our Models"]]
     [False, False, False]
+    >>> [looks_like_entity(n) for n in ["YouTube", "GitHub Issues", "Forums"]]
+    [False, False, False]
     """
     name = name.strip()
     if not name or len(name) > 48 or _MARKUP.search(name) or _NOT_A_NAME.match(name):
+        return False
+    if CHANNEL.match(name):
         return False
     if not re.search(r"[A-Za-z\u4e00-\u9fff]", name) or re.search(r"[^\w\s.+\-'&/()（）·]", name):
         return False
@@ -480,6 +486,11 @@ def discover_names(
                 continue  # "GPUs", "LLMs": a plural, not a name
             if looks_like_entity(token) and token.lower() not in plain_words:
                 found.append(Discovered(token, unit, [], type_from_name(token), "token"))
+        for name, node_type in lexicon.family_names(unit.text):
+            # "AVX2", "aarch64", "Blackwell": a name of a family the lexicon types (a word
+            # the corpus writes in lower case, "neon", is none)
+            if looks_like_entity(name) and (re.search(r"\d", name) or name not in plain_words):
+                found.append(Discovered(name, unit, [], node_type, "family"))
     _first_column_names(units, lexicon, name_ok, found)
     # each table's header once, in document order (a set's order follows the hash seed)
     headers = dict.fromkeys(

@@ -325,6 +325,7 @@ def link_corpus(
                 evidence=[entities[ids[part]].evidence[0]],
             )
         )
+    relations.extend(_own_units_claims(documents, records, subjects, relations, types))
     used |= {r.source for r in relations} | {r.target for r in relations}
     kept = sorted((entities[e] for e in used if e in entities), key=lambda e: e.id)
     extraction = Extraction(doc="(corpus)", doc_hash="", entities=kept, relations=relations)
@@ -336,6 +337,36 @@ def link_corpus(
         documents=records,
     )
     return CorpusLinks(extraction=extraction, units=linked, subjects=subjects, cache=cache)
+
+
+def _own_units_claims(
+    documents: list[tuple[Document, list[EvidenceUnit]]],
+    records: Mapping[str, DocLinks],
+    subjects: Mapping[str, str],
+    relations: list[Relation],
+    types: Mapping[str, NodeType],
+) -> list[Relation]:
+    """A claim of each document's subject on a thing that only its own units are about and
+    that no claim touches ("| CodeLlama | EXL2 4.0 bpw | 34B |" in ExLlamaV2's README, a
+    "### ColossalChat" section of Colossal-AI's): the document names it, typed by the words of
+    the unit that first does (`claim_relation`), that unit its evidence. A criterion a heading
+    names ("## Features") is a section of the document, no claim."""
+    touched = {r.source for r in relations} | {r.target for r in relations}
+    found: dict[str, Relation] = {}
+    for doc, units in documents:
+        owner = subjects.get(doc.id)
+        if owner is None:
+            continue
+        for unit, about in zip(units, records[doc.id].about, strict=True):
+            if about is None or about == owner or about in touched or about in found:
+                continue
+            if types.get(about) in (None, NodeType.CRITERION):
+                continue
+            relation = claim_relation(unit.text, 0, 0, types[about])
+            found[about] = Relation(
+                source=owner, relation=relation, target=about, evidence=[_evidence(doc, unit)]
+            )
+    return list(found.values())
 
 
 _DEFINES = re.compile(

@@ -10,6 +10,7 @@ relation that no longer fits the schema's endpoint types is dropped and reported
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Collection
 
 from pydantic import BaseModel
 
@@ -117,20 +118,40 @@ def _canonical_ids(extractions: list[Extraction], lexicon: Lexicon) -> dict[str,
 
 
 def merge_extractions(
-    extractions: list[Extraction], lexicon: Lexicon
+    extractions: list[Extraction], lexicon: Lexicon, about: Collection[str] | None = None
 ) -> tuple[KnowledgeGraph, list[DroppedRelation]]:
-    """The merged graph and the relations dropped as schema violations (with why)."""
+    """The merged graph and the relations dropped as schema violations (with why).
+
+    `about`: the entities some evidence unit is about. Given, a node that no kept relation
+    touches and that no unit is about is left out (a name a sentence mentions in passing,
+    claiming nothing of it: the units that mention it still say so)."""
     ordered = sorted(extractions, key=lambda x: x.doc)
     mapping = _canonical_ids(ordered, lexicon)
     graph = KnowledgeGraph()
+    kept, dropped = _kept_relations(ordered, mapping)
+    touched = {r.source for r in kept} | {r.target for r in kept}
+    touched |= {r.criterion for r in kept if r.criterion}
+    wanted = None if about is None else {mapping[e].id for e in about if e in mapping} | set(about)
     for extraction in ordered:
         for entity in extraction.entities:
             merged = mapping[entity.id]
+            if wanted is not None and merged.id not in touched and merged.id not in wanted:
+                continue
             aliases = [a for a in [entity.name, *entity.aliases] if a != merged.name]
             evidence = list(entity.evidence)  # the graph's own list (evidence is immutable)
             graph.add_entity(
                 merged.model_copy(update={"aliases": aliases, "evidence": evidence}), adopt=True
             )
+    for relation in kept:
+        graph.add_relation(relation, adopt=True)
+    return graph, dropped
+
+
+def _kept_relations(
+    ordered: list[Extraction], mapping: dict[str, Entity]
+) -> tuple[list[Relation], list[DroppedRelation]]:
+    """The relations on merged ids that fit the schema, and those dropped (with why)."""
+    kept: list[Relation] = []
     dropped: list[DroppedRelation] = []
     for extraction in ordered:
         for relation in extraction.relations:
@@ -149,8 +170,5 @@ def merge_extractions(
                 continue
             criterion = mapping[relation.criterion].id if relation.criterion in mapping else None
             update = {"source": source.id, "target": target.id, "criterion": criterion}
-            graph.add_relation(
-                relation.model_copy(update={**update, "evidence": list(relation.evidence)}),
-                adopt=True,
-            )
-    return graph, dropped
+            kept.append(relation.model_copy(update={**update, "evidence": list(relation.evidence)}))
+    return kept, dropped

@@ -145,7 +145,9 @@ class IngestReport(BaseModel):
 #: the subject of the one before it within its paragraph only, a pronoun names no situation; 6: a
 #: table of ✅ and ❌ under named columns compares the columns; 7: reStructuredText, MDX, notebooks
 #: and PDFs are read, Markdown's front matter and MyST's cell lines are no text.
-EXTRACTOR_VERSION = 7
+#: 8: a channel is no entity; instruction sets and GPU architectures are found in text; a thing
+#: only its own units are about is claimed by its document's subject.
+EXTRACTOR_VERSION = 8
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:

@@ -34,6 +34,8 @@ _NAME_SPLIT = re.compile(
 )
 _PERSON_SUFFIX = re.compile(cues.alternatives("document.person_suffix") + "$")
 _PERSON_WORDS = cues.pattern("document.person_word")
+#: a community channel ("YouTube", "QQ群"): a place people talk, no entity
+_CHANNEL = re.compile(rf"^{cues.alternatives('names.channel')}$", re.I)
 
 
 def clean_surface(text: str) -> tuple[str, list[str]]:
@@ -66,11 +68,13 @@ def looks_like_name(text: str) -> bool:
 
     >>> looks_like_name("FooServe")
     True
-    >>> looks_like_name("这是一句很长的描述，带着标点。")
-    False
+    >>> looks_like_name("这是一句很长的描述，带着标点。"), looks_like_name("GitHub Issues")
+    (False, False)
     """
     text = text.strip()
     if not text or len(text) > 40 or re.search(r"[，。！？；,.!?;:：]\s|[，。！？；]", text):
+        return False
+    if _CHANNEL.match(text):
         return False
     if re.search(r"[A-Za-z]", text):
         return len(text.split()) <= 4

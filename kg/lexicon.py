@@ -56,6 +56,11 @@ class LexiconPattern(BaseModel):
 
     type: NodeType
     pattern: str = Field(description="a Python regex that must match the whole name")
+    in_text: bool = Field(
+        default=False,
+        description="its names are found in running text too, not only typed once discovered "
+        "(instruction sets, GPU architectures: words no other rule finds as names)",
+    )
 
 
 class LexiconFile(BaseModel):
@@ -119,8 +124,11 @@ class Lexicon:
         self.entries: dict[str, LexiconEntry] = {}
         self.terms: dict[str, list[str]] = {}
         self.patterns: list[tuple[re.Pattern[str], NodeType]] = []
+        self._in_text: list[str] = []
         for file in files:
             for item in file.patterns:
+                if item.in_text:
+                    self._in_text.append(item.pattern)
                 try:
                     self.patterns.append((re.compile(item.pattern, re.I), item.type))
                 except re.error as err:
@@ -223,6 +231,31 @@ class Lexicon:
             if pattern.fullmatch(name.strip()):
                 return node_type
         return None
+
+    @cached_property
+    def _family_regex(self) -> re.Pattern[str] | None:
+        """The name families found in running text, as one word-bounded pattern."""
+        if not self._in_text:
+            return None
+        body = "|".join(f"(?:{p})" for p in self._in_text)
+        return re.compile(rf"(?<![\w.\-/])(?:{body})(?![\w\-])", re.I)
+
+    def family_names(self, text: str) -> list[tuple[str, NodeType]]:
+        """The names of a text that a name family found in running text (`in_text`) types,
+        in text order.
+
+        >>> Lexicon.default().family_names("Runs on AVX2 CPUs and Blackwell GPUs like B200")
+        [('AVX2', <NodeType.PLATFORM: 'Platform'>), ('Blackwell', <NodeType.HARDWARE: 'Hardware'>)]
+        """
+        regex = self._family_regex
+        if regex is None:
+            return []
+        found = []
+        for match in regex.finditer(text):
+            node_type = self.pattern_type(match.group(0))
+            if node_type is not None:
+                found.append((match.group(0), node_type))
+        return found
 
     def all_surfaces(self) -> list[str]:
         """Every entity surface form (for word segmentation dictionaries)."""

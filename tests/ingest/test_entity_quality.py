@@ -1,0 +1,103 @@
+"""Entity quality of linking and merging (issue 22): a channel is no entity, instruction sets
+and GPU architectures are found in running text, a thing only its own units are about is
+claimed by its document's subject, and a node nothing claims and no unit is about is left out."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.link import CorpusLinks, link_corpus
+from ingest.markdown import parse_markdown
+from ingest.merge import merge_extractions
+from ingest.units import document_units
+from kg.documents import Document, EvidenceUnit
+from kg.lexicon import Lexicon
+from kg.schema import Entity, Evidence, Extraction, NodeType, Relation, RelationType
+
+BRINDLE = """# Brindle
+
+Brindle is an inference engine for local LLMs.
+
+Brindle runs fast on AVX2 CPUs and on Blackwell GPUs.
+
+## Models
+
+| Model | Size |
+|---|---|
+| Corvex-7B | 7B |
+| Tarnwell-3B | 3B |
+
+## Community
+
+Join us on YouTube, the Forums and GitHub Issues.
+"""
+
+
+@pytest.fixture(scope="module")
+def lexicon() -> Lexicon:
+    return Lexicon.default()
+
+
+def read(corpus: dict[str, str]) -> list[tuple[Document, list[EvidenceUnit]]]:
+    out = []
+    for doc_id, text in corpus.items():
+        doc = Document.from_text(doc_id, text, media_type="text/markdown")
+        out.append((doc, document_units(doc, parse_markdown(doc))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def links(lexicon: Lexicon) -> CorpusLinks:
+    return link_corpus(read({"brindle-README.md": BRINDLE}), lexicon)
+
+
+def names(links: CorpusLinks) -> dict[str, NodeType]:
+    return {e.name: e.type for e in links.extraction.entities}
+
+
+def test_a_channel_is_no_entity(links: CorpusLinks) -> None:
+    found = {n.lower() for n in names(links)}
+    assert not found & {"youtube", "forums", "github issues"}
+
+
+def test_instruction_sets_and_gpu_architectures_are_found_in_text(links: CorpusLinks) -> None:
+    found = names(links)
+    assert found.get("AVX2") == NodeType.PLATFORM
+    assert found.get("Blackwell") == NodeType.HARDWARE
+
+
+def test_lexicon_families_in_text(lexicon: Lexicon) -> None:
+    assert lexicon.family_names("built for aarch64 and x86_64 with NEON") == [
+        ("aarch64", NodeType.PLATFORM),
+        ("x86_64", NodeType.PLATFORM),
+        ("NEON", NodeType.PLATFORM),
+    ]
+    assert lexicon.family_names("an RTX 4090 and a Xeon") == []  # found only once discovered
+
+
+def test_a_thing_only_its_own_units_are_about_has_a_claim(links: CorpusLinks) -> None:
+    by_name = {e.name: e.id for e in links.extraction.entities}
+    brindle = links.subjects["brindle-README.md"]
+    for model in ("Corvex-7B", "Tarnwell-3B"):
+        assert model in by_name, sorted(by_name)
+        claims = [r for r in links.extraction.relations if r.target == by_name[model]]
+        assert [r.source for r in claims] == [brindle]
+        assert claims[0].evidence[0].quote.startswith(f"| {model}")
+
+
+def _ev(doc: str = "a.md") -> Evidence:
+    return Evidence(doc=doc, quote="x", start=0, end=1)
+
+
+def test_merge_leaves_out_a_node_no_claim_touches_and_no_unit_is_about() -> None:
+    entities = [
+        Entity(id=f"tool:{n}", type=NodeType.TOOL, name=n, evidence=[_ev()])
+        for n in ("a", "b", "passing", "section")
+    ]
+    claim = Relation(source="tool:a", relation=RelationType.USED_WITH, target="tool:b")
+    extraction = Extraction(doc="a.md", doc_hash="", entities=entities, relations=[claim])
+    lexicon = Lexicon([])
+    everything, _ = merge_extractions([extraction], lexicon)
+    assert {e.name for e in everything.entities()} == {"a", "b", "passing", "section"}
+    kept, _ = merge_extractions([extraction], lexicon, about={"tool:section"})
+    assert {e.name for e in kept.entities()} == {"a", "b", "section"}
