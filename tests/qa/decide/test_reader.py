@@ -107,6 +107,28 @@ def test_a_verdict_makes_a_draft_of_the_evidence_that_names_the_pick(
     grounded(answer)
 
 
+def test_a_thing_the_graph_knows_and_did_not_pick_gives_way_to_the_graphs_pick(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    base = assistant.graph_draft(assistant.understand(QUESTIONS[0]))
+    graph_pick = base.recommendations[0]
+    assert not graph_pick.id.startswith("value:")
+    picked = {r.id for r in base.recommendations}
+    other = next(c for c in reading.candidates if c.entity and c.entity not in picked)
+    verdict = Verdict(evidence=other.evidence[:1], pick=other, model="m")
+    made = draft_from_verdict(reading, verdict, assistant.evidence.point, base)
+    assert made.recommendations[0] == graph_pick
+    assert other.key not in {r.id for r in made.recommendations}
+    assert any(other.name in note and graph_pick.name in note for note in made.notes)
+    # one of the graph's own picks, or the graph's first, is the reader's to choose
+    own = next(c for c in reading.candidates if c.key == graph_pick.id)
+    chosen = draft_from_verdict(
+        reading, Verdict(evidence=[], pick=own, model="m"), assistant.evidence.point, base
+    )
+    assert chosen.recommendations[0].id == graph_pick.id and chosen.notes == base.notes
+
+
 def test_a_verdict_without_a_pick_shows_the_cited_evidence_first(
     assistant: Assistant,  # noqa: F811
 ) -> None:
