@@ -1,6 +1,6 @@
 """Concurrent sessions against the `ask` endpoint of `kgqa ui` (or of `kgqa serve-api`).
 
-    python benchmarks/bench_ui_concurrency.py --store .store            # starts `kgqa ui` itself
+    python benchmarks/bench_ui_concurrency.py --store .store   # starts `kgqa ui --llm none` itself
     python benchmarks/bench_ui_concurrency.py --url http://127.0.0.1:7860/
     python benchmarks/bench_ui_concurrency.py --client http --url http://127.0.0.1:7860/
     python benchmarks/bench_ui_concurrency.py --client api --url http://127.0.0.1:8080/
@@ -37,11 +37,12 @@ def _questions(path: Path) -> list[str]:
     return [json.loads(line)["question"] for line in lines if line.strip()]
 
 
-def _start(store: Path, dense: bool) -> tuple[subprocess.Popen[bytes], str]:
+def _start(store: Path, dense: bool, llm: str) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     command = [sys.executable, "-m", "qa.cli", "ui", "--store", str(store), "--port", str(port)]
+    command += ["--llm", llm]
     proc = subprocess.Popen(command + ([] if dense else ["--no-dense"]), cwd=REPO)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 300
@@ -142,6 +143,9 @@ def main() -> int:
     parser.add_argument("--url", default=None, help="a running app (otherwise one is started)")
     parser.add_argument("--store", type=Path, default=Path(".store"))
     parser.add_argument("--no-dense", action="store_true", help="start the app without embeddings")
+    parser.add_argument(
+        "--llm", default="none", help="the started app's reader (default none: the graph alone)"
+    )
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--questions", type=int, default=10, help="questions per session")
     parser.add_argument("--file", type=Path, default=REPO / "corpus" / "dev_questions.jsonl")
@@ -153,7 +157,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     pool = _questions(args.file)
-    proc, url = (None, args.url) if args.url else _start(args.store, not args.no_dense)
+    proc, url = (None, args.url) if args.url else _start(args.store, not args.no_dense, args.llm)
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
