@@ -104,16 +104,15 @@ class Reader:
             return first
         turned = reading.model_copy(update={"candidates": reading.candidates[::-1]})
         second = self._read_once(turned)
+        # the verdict's cost is both requests'
+        both = {
+            field: _total(getattr(first, field), getattr(second, field))
+            for field in ("prompt_tokens", "completion_tokens", "seconds")
+        }
         if first.pick == second.pick:
-            return first
+            return first.model_copy(update=both)
         proposed = next((c for c in reading.candidates if c.proposed), None)
-        return first.model_copy(
-            update={
-                "pick": proposed or first.pick,
-                "seconds": (first.seconds or 0.0) + (second.seconds or 0.0),
-                "unsure": True,
-            }
-        )
+        return first.model_copy(update={**both, "pick": proposed or first.pick, "unsure": True})
 
     def _read_once(self, reading: Reading) -> Verdict:
         """One constrained completion as a verdict."""
@@ -169,6 +168,15 @@ class Reader:
             pick = next((c for c in reading.candidates if normalize_name(c.name) == key), None)
         sentence = " ".join(str(data.get("answer", "")).split())
         return Verdict(evidence=numbers, pick=pick, sentence=sentence, model=self.name)
+
+
+def _total(a: float | None, b: float | None) -> float | None:
+    """The sum of two counts, either of which a server may not have given (None).
+
+    >>> _total(3, 4), _total(None, 4), _total(None, None)
+    (7, 4, None)
+    """
+    return None if a is None and b is None else (a or 0) + (b or 0)
 
 
 def _as_object(mode: str, data: Any) -> dict[str, Any]:

@@ -208,7 +208,8 @@ class _FirstNamed:
         line = messages[-1]["content"].splitlines()[-2]  # the candidates; the question last
         body = line.split("：", 1)[1] if "：" in line else line.split(": ", 1)[1]
         name = body.split("、")[0].split("; ")[0].split(" [")[0].rstrip("★")
-        return ChatResult(content=json.dumps(name, ensure_ascii=False), model="first")
+        content = json.dumps(name, ensure_ascii=False)
+        return ChatResult(content=content, model="first", prompt_tokens=100, completion_tokens=3)
 
 
 def test_a_pick_that_moves_with_the_order_is_no_decision(
@@ -221,3 +222,24 @@ def test_a_pick_that_moves_with_the_order_is_no_decision(
     assert verdict.unsure and verdict.pick == next(c for c in reading.candidates if c.proposed)
     once = Reader(_FirstNamed(), consistency=False).read(reading)  # type: ignore[arg-type]
     assert not once.unsure and once.pick == reading.candidates[0]
+    # a verdict asked twice costs both requests
+    assert (verdict.prompt_tokens, verdict.completion_tokens) == (200, 6)
+    assert (once.prompt_tokens, once.completion_tokens) == (100, 3)
+
+
+def test_a_pick_that_holds_in_both_orders_costs_both_requests(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    pick = reading.candidates[0]
+
+    class _Same(_FirstNamed):
+        def chat(self, messages, *, schema=None, schema_name="answer", max_tokens=None):  # type: ignore[no-untyped-def]
+            from qa.llm.client import ChatResult
+
+            content = json.dumps(pick.name, ensure_ascii=False)
+            return ChatResult(content=content, model="same", prompt_tokens=100)
+
+    verdict = Reader(_Same(), consistency=True).read(reading)  # type: ignore[arg-type]
+    assert verdict.pick == pick and not verdict.unsure
+    assert verdict.prompt_tokens == 200 and verdict.completion_tokens is None
