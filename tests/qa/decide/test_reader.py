@@ -121,7 +121,7 @@ def test_a_thing_the_graph_knows_and_did_not_pick_gives_way_to_the_graphs_pick(
     assert made.recommendations[0] == graph_pick
     assert other.key not in {r.id for r in made.recommendations}
     assert any(other.name in note and graph_pick.name in note for note in made.notes)
-    # one of the graph's own picks, or the graph's first, is the reader's to choose
+    # a pick among the graph's own is the reader's to make: it stands, with no note
     own = next(c for c in reading.candidates if c.key == graph_pick.id)
     chosen = draft_from_verdict(
         reading, Verdict(evidence=[], pick=own, model="m"), assistant.evidence.point, base
