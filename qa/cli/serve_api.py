@@ -17,8 +17,11 @@ to take.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,13 +96,30 @@ def _open(inputs: dict[str, Any]) -> Assistant:
     )
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_supervisor(supervisor: int) -> None:
+    """In a worker process uvicorn started: SIGTERM when the command's process (uvicorn's
+    supervisor) dies, so that a supervisor killed with SIGKILL, which cannot stop its workers,
+    leaves none holding the port; exit at once if it died before the signal was armed."""
+    if os.getpid() == supervisor or sys.platform != "linux":
+        return  # one worker runs in the command's own process
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != supervisor:
+        os._exit(0)
+
+
 def app_from_environment() -> Starlette:
     """The app of a worker process (uvicorn's factory): opens the store the command named."""
-    return build_api(_open(json.loads(os.environ[_ENV])))
+    inputs = json.loads(os.environ[_ENV])
+    _die_with_supervisor(int(inputs["supervisor"]))
+    return build_api(_open(inputs))
 
 
 def cmd_serve_api(args: argparse.Namespace, settings: Settings) -> int:
-    """Serve the API until interrupted (SIGINT/SIGTERM stop every worker)."""
+    """Serve the API until interrupted (SIGINT/SIGTERM stop every worker; a worker dies with
+    the command's process)."""
     import uvicorn
 
     inputs = {
@@ -109,6 +129,7 @@ def cmd_serve_api(args: argparse.Namespace, settings: Settings) -> int:
         "llm": args.llm,
         "no_dense": args.no_dense,
         "workers": args.workers,
+        "supervisor": os.getpid(),
     }
     os.environ[_ENV] = json.dumps(inputs)  # read by the workers uvicorn starts, nowhere else
     if args.host not in ("127.0.0.1", "localhost", "::1"):

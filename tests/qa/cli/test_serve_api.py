@@ -111,3 +111,12 @@ def test_sigterm_stops_every_worker(store: Path, tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert wait_for(lambda: not still_running(tree), 60) is not None, still_running(tree)
     assert proc.wait(timeout=10) == 0
+
+
+def test_a_killed_command_leaves_no_worker(store: Path, tmp_path: Path) -> None:
+    proc, _url = _serve(store, tmp_path / "log")
+    tree = process_tree(proc.pid)
+    assert len(tree) >= 3
+    proc.kill()  # SIGKILL: uvicorn's supervisor cannot stop its workers itself
+    proc.wait()
+    assert wait_for(lambda: not still_running(tree), 60) is not None, still_running(tree)
