@@ -246,7 +246,7 @@ def candidate_names(
     labels: Container[tuple[str, str]] = (),
     limit: int = 14,
 ) -> list[Candidate]:
-    """The candidates of a reading: the options the question names ("NPU 还是 GPU"), then,
+    """The candidates of a reading: the options the question names ("A 还是 B"), then,
     unit by unit (best first), the entities each is about or names and the names its structure
     gives; `prior` (another answerer's picks) come after the options. At most `limit`, one per
     normalised name; section titles that are `labels` give way to their parent's (`section_name`).

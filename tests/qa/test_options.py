@@ -11,7 +11,7 @@ from qa.api import Assistant
 
 FERRET = """# Ferret
 
-Ferret is a fast inference engine for translation models on CPU and GPU.
+Ferret is a fast inference engine for speech models on CPU and GPU.
 See the [documentation](https://ferret.example.org) to get started.
 
 ## Benchmarks
@@ -139,7 +139,7 @@ def test_the_pick_shows_its_own_row_of_the_table_that_backs_it(assistant: Assist
     """A recommendation backed by a benchmark table quotes its own row ("Ferret 1.0 | 650.2"),
     not only the rows of the frameworks the question names."""
     answer = assistant.ask(
-        "Our Torchy and Marlin translation models run on CPU-only machines; which inference engine "
+        "Our Torchy and Marlin speech models run on CPU-only machines; which inference engine "
         "gives more tokens per second with less memory than Torchy does?"
     )
     assert [r.name for r in answer.recommendations][:1] == ["Ferret"], answer.answer
