@@ -100,13 +100,13 @@ del _kgqa_deny
 
 # The snippet's process: time imports on their own, then run the snippet, then the check.
 _RUNNER = """
-import builtins as _b, importlib as _il, os as _os, resource as _r, runpy as _rp, sys as _s
-import threading as _th, time as _t
+import builtins as _b, importlib as _il, math as _m, os as _os, resource as _r, runpy as _rp
+import sys as _s, threading as _th, time as _t
 _CODE_S, _HARD_S = {code_s!r}, {hard_s!r}
-_imports = [0.0]
+_imports = [_t.process_time()]  # the interpreter's start is not the code's either
 _depth = _th.local()
 def _limit(soft):
-    soft = max(1, min(int(soft), _HARD_S))
+    soft = max(1, min(_m.ceil(soft), _HARD_S))  # whole seconds, never fewer than the code's
     try:
         _r.setrlimit(_r.RLIMIT_CPU, (soft, _HARD_S))
     except (ValueError, OSError):
@@ -129,20 +129,25 @@ def _loaded(name, globals=None, locals=None, fromlist=(), level=0):
     return not level and not fromlist and name in _s.modules
 _b.__import__ = _timed(_b.__import__, _loaded)
 _il.import_module = _timed(_il.import_module, lambda name, package=None: name in _s.modules)
-_limit(_CODE_S)
+_limit(_imports[0] + _CODE_S)
 {audit}
 _s.argv = [{snippet!r}]
-_g = _rp.run_path({snippet!r}, run_name="__main__")
-if _os.path.exists({after!r}):
-    with open({after!r}, encoding="utf-8") as _f:
-        exec(compile(_f.read(), {after!r}, "exec"), _g)
+try:
+    _g = _rp.run_path({snippet!r}, run_name="__main__")
+    if _os.path.exists({after!r}):
+        with open({after!r}, encoding="utf-8") as _f:
+            exec(compile(_f.read(), {after!r}, "exec"), _g)
+finally:  # the interpreter's exit finalises what was imported (~1 s of CPU for torch): not code
+    _limit(_t.process_time() + _imports[0] + _CODE_S)
 """
 
 
 def runner_source(code_s: int, import_s: int, *, audit_hook: bool = False) -> str:
     """The program a Python snippet runs as: its imports timed on their own (each top-level
     import raises the CPU limit to the imports' ceiling while it runs, then sets it to what the
-    imports took plus `code_s`), then `snippet.py`, then the after-check in its namespace.
+    interpreter's start and the imports took plus `code_s`, rounded up to whole seconds: the
+    code gets at least its `code_s`), then `snippet.py`, then the after-check in its namespace,
+    then the interpreter's exit with as much again as the imports and the code were allowed.
 
     >>> src = runner_source(10, 120)
     >>> compile(src, "runner", "exec") is not None and "_CODE_S, _HARD_S = 10, 130" in src
