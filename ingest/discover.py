@@ -115,6 +115,11 @@ _TYPE_WORDS: list[tuple[re.Pattern[str], NodeType]] = [
     (cues.pattern("names.type.technique"), NodeType.TECHNIQUE),
     (cues.pattern("names.type.model"), NodeType.MODEL),
 ]
+#: an article or a preposition before a kind word: the kind word is no head of the phrase
+_BEFORE_A_HEAD = re.compile(
+    rf"\b(?:{cues.alternatives('names.described')}|{cues.alternatives('names.post_modifier')})\b",
+    re.I,
+)
 _NAME_HEAD: list[tuple[re.Pattern[str], NodeType]] = [
     (re.compile(cues.alternatives("names.head.framework") + "$", re.I), NodeType.FRAMEWORK),
     (re.compile(cues.alternatives("names.head.engine") + "$", re.I), NodeType.INFERENCE_ENGINE),
@@ -175,6 +180,41 @@ def type_from_description(text: str) -> NodeType | None:
             if best is None or at < best[0]:
                 best = (at, node_type)
     return best[1] if best else None
+
+
+def type_of_head(text: str) -> NodeType | None:
+    """The node type of a description without an article that is a noun phrase headed by a
+    kind word: the first clause's last word, or a kind word that a participle or a preposition
+    follows, with no article or preposition before it.
+
+    >>> type_of_head("tiny computer-vision model trained with self-supervision, for images")
+    <NodeType.MODEL: 'Model'>
+    >>> type_of_head("image to text model"), type_of_head("fast inference engine using CUDA")
+    (<NodeType.MODEL: 'Model'>, <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>)
+    >>> type_of_head("small vision model that answers questions about pictures")
+    <NodeType.MODEL: 'Model'>
+    >>> [type_of_head(t) for t in ["run models locally", "use models packed in it", "an engine"]]
+    [None, None, None]
+    """
+    clause = re.split(r"[,;:.!?(（，。；：]|\s[-–—]\s", text, maxsplit=1)[0]
+    words = [w.lower() for w in clause.split()]
+    if not words or _CJK.search(clause):
+        return None
+
+    def kind(word: str) -> NodeType | None:  # a singular: a plural describes no one thing
+        if word.endswith("ies") or (word.endswith("s") and kind(word[:-1]) is not None):
+            return None
+        return next((t for pattern, t in _TYPE_WORDS if pattern.fullmatch(word)), None)
+
+    def modifies(word: str) -> bool:  # "… model trained on", "… engine for", "… model that"
+        return bool(re.fullmatch(r"[a-z]{2,}(?:ed|ing)", word) or _BEFORE_A_HEAD.fullmatch(word))
+
+    heads = [len(words) - 1] + [i for i in range(len(words) - 1) if modifies(words[i + 1])]
+    for at in heads:
+        if (found := kind(words[at])) is not None:
+            before = " ".join(words[:at])
+            return None if at > 6 or _BEFORE_A_HEAD.search(before) else found
+    return None
 
 
 def type_from_name(name: str) -> NodeType | None:
@@ -474,7 +514,9 @@ def discover_names(
             lead = re.split(r"\s+for\s+", lead, maxsplit=1)[0]  # "X Execution Provider for Y"
             if name_ok(lead):
                 rest = unit.text[len(unit.lead) :].lstrip(" :：-–—")
-                described = type_from_description(rest) if _DESCRIBED.match(rest) else None
+                described = (
+                    type_from_description(rest) if _DESCRIBED.match(rest) else type_of_head(rest)
+                )
                 found.append(Discovered(lead, unit, [], type_from_name(lead) or described, "lead"))
         if unit.kind == UnitKind.HEADING and len(unit.text.split()) <= 4:
             head = name_prefix(unit.text, lexicon, plain_words)

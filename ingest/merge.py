@@ -2,15 +2,20 @@
 
 Lexicon entities already share ids across documents. A discovered entity (one the lexicon does not
 know) may be typed differently in two documents; entities whose names normalise alike are unified
-under the most specific type any document gave them, and relations follow the renamed ids. A
+under the most specific type any document gave them, and relations follow the renamed ids. Names
+that are one thing written two ways join the plainer name that the corpus also writes
+(`family_parent`): a `v` before a version (`LLaMA-v2` is `Llama2`), an organisation's name in
+front (`Microsoft Phi4` is `Phi4`), the one parameter count written (`ChatGLM2-6B` is `chatglm2`
+where no other size of it is). A
 relation that no longer fits the schema's endpoint types is dropped and reported
 (`DroppedRelation`: the claim, its evidence and why), never silently.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 from pydantic import BaseModel
 
@@ -27,7 +32,7 @@ from kg.schema import (
     relation_allowed,
 )
 
-__all__ = ["DroppedRelation", "merge_extractions"]
+__all__ = ["DroppedRelation", "family_parent", "merge_extractions"]
 
 
 class DroppedRelation(BaseModel):
@@ -92,15 +97,65 @@ def _dropped(
     )
 
 
+#: a parameter count at the end of a model's name: `-6B`, ` 13B`, `_0.5B`, `-350M`
+_PARAM_COUNT = re.compile(r"[-_ ]\d+(?:\.\d+)?[BbMm]$")
+#: a `v` between a name's letters and its version: `LLaMA-v2`, `DINOv2`
+_VERSION_V = re.compile(r"(?<=[a-z])v(?=\d)")
+
+
+def _version_key(name: str) -> str:
+    return _VERSION_V.sub("", normalize_name(name))
+
+
+def family_parent(name: str, names: Iterable[str], lexicon: Lexicon) -> str | None:
+    """The plainer of `names` that `name` is another way of writing, or None.
+
+    Plainer: the same name without a `v` before its version, without an organisation (by the
+    lexicon) written in front, or without its parameter count where no other count of that name
+    is in `names`.
+
+    >>> lexicon = Lexicon.default()
+    >>> names = ["Llama2", "LLaMA-v2", "Phi4", "Microsoft Phi4", "ChatGLM2-6B", "chatglm2"]
+    >>> [family_parent(n, names, lexicon) for n in names]
+    [None, 'Llama2', None, 'Phi4', 'chatglm2', None]
+    >>> family_parent("Qwen2-7B", ["Qwen2", "Qwen2-7B", "Qwen2-72B"], lexicon) is None
+    True
+    >>> family_parent("Microsoft Research", ["Research", "Microsoft Research"], lexicon) is None
+    True
+    """
+    pool = [n for n in names if n != name]
+    by_key = {_version_key(n): n for n in sorted(pool, key=len)}
+    plain = _version_key(name)
+    if plain != normalize_name(name) and plain in by_key:
+        return by_key[plain]
+    first, _, rest = name.partition(" ")
+    org = lexicon.lookup(first) if rest else None
+    if org is not None and org.type == NodeType.ORGANIZATION and re.search(r"\d", rest):
+        parent = by_key.get(_version_key(rest))
+        if parent is not None:
+            return parent
+    if _PARAM_COUNT.search(name):
+        base = _version_key(_PARAM_COUNT.sub("", name))
+        sizes = [n for n in names if _PARAM_COUNT.search(n)]
+        same = [n for n in sizes if _version_key(_PARAM_COUNT.sub("", n)) == base]
+        if len({normalize_name(n) for n in same}) == 1:
+            return by_key.get(base)
+    return None
+
+
 def _canonical_ids(extractions: list[Extraction], lexicon: Lexicon) -> dict[str, Entity]:
     """Map every extracted entity id to the entity it merges into."""
     by_name: dict[str, list[Entity]] = defaultdict(list)
     for extraction in extractions:
         for entity in extraction.entities:
             by_name[normalize_name(entity.name)].append(entity)
+    families = _families(by_name, lexicon)
     mapping: dict[str, Entity] = {}
-    for group in by_name.values():
-        entry = lexicon.lookup(group[0].name)
+    for key, own in by_name.items():
+        if key not in families:
+            continue  # joins its parent's node
+        group = [*own, *(e for child in families[key] for e in by_name[child])]
+        entry = lexicon.lookup(own[0].name)
         if entry is not None:
             node_type, name = entry.type, entry.name
         else:
@@ -110,11 +165,39 @@ def _canonical_ids(extractions: list[Extraction], lexicon: Lexicon) -> dict[str,
                 if types
                 else NodeType.CONCEPT
             )
-            name = sorted(e.name for e in group)[0]
+            name = sorted(e.name for e in own)[0]  # the plainer name names the node
         target = Entity(id=entity_id(node_type, name), type=node_type, name=name)
         for entity in group:
             mapping[entity.id] = target
     return mapping
+
+
+def _families(by_name: dict[str, list[Entity]], lexicon: Lexicon) -> dict[str, list[str]]:
+    """Each group key that names a node, with the keys of the groups that join it: a discovered
+    name joins its `family_parent`'s group, and that one its own parent's, to the plainest.
+    Scenarios and personas are phrases, not names, and names the lexicon knows are its own:
+    neither joins another group."""
+    names = {
+        key: group[0].name
+        for key, group in by_name.items()
+        if group[0].type not in (NodeType.SCENARIO, NodeType.PERSONA)
+        and lexicon.lookup(group[0].name) is None
+    }
+    pool = sorted(group[0].name for group in by_name.values())
+    parent: dict[str, str] = {}
+    for key, name in names.items():
+        found = family_parent(name, pool, lexicon)
+        if found is not None and normalize_name(found) in by_name:
+            parent[key] = normalize_name(found)
+    families: dict[str, list[str]] = {key: [] for key in by_name}
+    for key in parent:
+        root, seen = key, {key}
+        while root in parent and parent[root] not in seen:
+            root = parent[root]
+            seen.add(root)
+        if root != key and root in families:  # (each step is shorter: no cycle to follow)
+            families[root].extend([key, *families.pop(key, [])])
+    return families
 
 
 def merge_extractions(

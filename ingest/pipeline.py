@@ -146,8 +146,9 @@ class IngestReport(BaseModel):
 #: table of ✅ and ❌ under named columns compares the columns; 7: reStructuredText, MDX, notebooks
 #: and PDFs are read, Markdown's front matter and MyST's cell lines are no text.
 #: 8: a channel is no entity; instruction sets and GPU architectures are found in text; a thing
-#: only its own units are about is claimed by its document's subject.
-EXTRACTOR_VERSION = 8
+#: only its own units are about is claimed by its document's subject. 9: a list item's lead is
+#: typed by an articleless description headed by a kind word ("image to text model").
+EXTRACTOR_VERSION = 9
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:

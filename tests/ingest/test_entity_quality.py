@@ -101,3 +101,52 @@ def test_merge_leaves_out_a_node_no_claim_touches_and_no_unit_is_about() -> None
     assert {e.name for e in everything.entities()} == {"a", "b", "passing", "section"}
     kept, _ = merge_extractions([extraction], lexicon, about={"tool:section"})
     assert {e.name for e in kept.entities()} == {"a", "b", "section"}
+
+
+def test_names_of_one_model_written_two_ways_are_one_node(lexicon: Lexicon) -> None:
+    """A `v` before the version, an organisation in front, the one parameter count written:
+    each joins the plainer name the corpus also writes, as an alias, with its relations.
+    Two sizes of one name are two models; a name without a digit after an organisation is no
+    version of anything."""
+    written = {  # the second name of each document is the one its claim is about
+        "a.md": ["Corvex2", "Tarnwell", "Pellam3", "Pellam3-8B", "Pellam3-70B", "Brindle"],
+        "b.md": ["Corvex-v2", "Tarnwell-7B", "Microsoft Corvex2", "Google Brindle", "Brindle"],
+    }
+    extractions = []
+    for doc, surfaces in written.items():
+        entities = [
+            Entity(id=f"model:{doc}:{n}", type=NodeType.MODEL, name=n, evidence=[_ev(doc)])
+            for n in surfaces
+        ]
+        runs = Relation(
+            source=f"model:{doc}:{surfaces[1]}",
+            relation=RelationType.USED_WITH,
+            target=f"model:{doc}:Brindle",
+            evidence=[_ev(doc)],
+        )
+        extractions.append(Extraction(doc=doc, doc_hash="", entities=entities, relations=[runs]))
+    graph, _ = merge_extractions(extractions, lexicon)
+    nodes = {e.name: sorted(e.aliases) for e in graph.entities()}
+    assert nodes["Corvex2"] == ["Corvex-v2", "Microsoft Corvex2"]
+    assert nodes["Tarnwell"] == ["Tarnwell-7B"]
+    assert {"Pellam3", "Pellam3-8B", "Pellam3-70B", "Brindle", "Google Brindle"} <= set(nodes)
+    tarnwell = next(e.id for e in graph.entities() if e.name == "Tarnwell")
+    assert {r.source for r in graph.relations()} == {tarnwell}  # both documents' claims
+
+
+GALLERY = """# Brindle
+
+Brindle is an inference engine for local LLMs.
+
+## Examples
+
+- [CorvexNet](./examples/corvex/): tiny image captioning model trained on web pictures.
+- [Pellam2](./examples/pellam/): speech synthesis model that speaks three languages.
+- [TarnWell](./examples/tarnwell/): grab and use models leveraging Brindle in a browser.
+"""
+
+
+def test_a_list_lead_is_typed_by_the_noun_phrase_that_describes_it(lexicon: Lexicon) -> None:
+    found = names(link_corpus(read({"brindle-README.md": GALLERY}), lexicon))
+    assert found["CorvexNet"] is NodeType.MODEL and found["Pellam2"] is NodeType.MODEL
+    assert found["TarnWell"] is not NodeType.MODEL  # a verb phrase: "models" heads nothing
