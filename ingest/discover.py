@@ -172,7 +172,7 @@ def type_from_description(text: str) -> NodeType | None:
     # English puts the head noun first ("a library for efficient inference" is a library),
     # Chinese last ("专为 MoE 模型打造的训练引擎" is an engine): the first clause decides
     clause = _FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0]
-    chinese = len(_CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
+    chinese = _chinese(text)
     best: tuple[int, NodeType] | None = None
     for pattern, node_type in _TYPE_WORDS:
         for m in pattern.finditer(clause):
@@ -182,10 +182,17 @@ def type_from_description(text: str) -> NodeType | None:
     return best[1] if best else None
 
 
+def _chinese(text: str) -> bool:
+    """Whether a description is written in Chinese (more Han characters than a third of its
+    Latin letters): its head noun comes last, as `type_from_description` reads it."""
+    clause = _FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0]
+    return len(_CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
+
+
 def type_of_head(text: str) -> NodeType | None:
     """The node type of a description without an article that is a noun phrase headed by a
     kind word: the first clause's last word, or a kind word that a participle or a preposition
-    follows, with no article or preposition before it.
+    follows, with no article or preposition before it; in Chinese, the word the clause ends with.
 
     >>> type_of_head("tiny computer-vision model trained with self-supervision, for images")
     <NodeType.MODEL: 'Model'>
@@ -193,10 +200,22 @@ def type_of_head(text: str) -> NodeType | None:
     (<NodeType.MODEL: 'Model'>, <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>)
     >>> type_of_head("small vision model that answers questions about pictures")
     <NodeType.MODEL: 'Model'>
+    >>> type_of_head("面向国产芯片的高性能训练加速库")
+    <NodeType.LIBRARY: 'Library'>
+    >>> type_of_head("开源方案打破了 LLM 的长度限制") is None
+    True
     >>> [type_of_head(t) for t in ["run models locally", "use models packed in it", "an engine"]]
     [None, None, None]
     """
-    clause = re.split(r"[,;:.!?(（，。；：]|\s[-–—]\s", text, maxsplit=1)[0]
+    clause = re.split(r"[,;:.!?(（，。；：]|\s[-–—]\s", text, maxsplit=1)[0].strip()
+    if _chinese(clause):  # the head comes last: the clause ends with it
+        ends = [
+            (m.start(), t)
+            for pattern, t in _TYPE_WORDS
+            for m in pattern.finditer(clause)
+            if m.end() == len(clause)
+        ]
+        return min(ends, key=lambda e: e[0])[1] if ends else None
     words = [w.lower() for w in clause.split()]
     if not words or _CJK.search(clause):
         return None
@@ -587,11 +606,13 @@ def _first_column_names(
         firsts = [r.cells[0] for r in rows if r.cells[0]]
         named = [c for c in firsts if name_ok(c) and (lexicon.lookup(c) or NAME_TOKEN.search(c))]
         if len(firsts) >= 2 and len(named) >= 0.6 * len(firsts):
+            label = rows[0].header[0] if rows[0].header else ""
+            # the column's label says what its names are ("Model", "推理框架")
+            kind = type_from_description(label) if len(label.split()) <= 3 else None
             for row in rows:
                 if row.cells[0] in named and len(row.cells[0].split()) <= 4:
-                    found.append(
-                        Discovered(row.cells[0], row, [], type_from_name(row.cells[0]), "row")
-                    )
+                    typed = type_from_name(row.cells[0]) or kind
+                    found.append(Discovered(row.cells[0], row, [], typed, "row"))
 
 
 #: where a description's first clause ends: ", and …", ", which …", ". "

@@ -147,7 +147,8 @@ class IngestReport(BaseModel):
 #: and PDFs are read, Markdown's front matter and MyST's cell lines are no text.
 #: 8: a channel is no entity; instruction sets and GPU architectures are found in text; a thing
 #: only its own units are about is claimed by its document's subject. 9: a list item's lead is
-#: typed by an articleless description headed by a kind word ("image to text model").
+#: typed by an articleless or Chinese description headed by a kind word ("image to text
+#: model", "高性能训练加速库"), a table's names by their column's label ("Model").
 EXTRACTOR_VERSION = 9
 
 

@@ -475,8 +475,8 @@ def test_discover_names(lexicon: Lexicon) -> None:
         ("Neural Kernel Compiler", ["NKC"], None, "acronym"),
         ("Mistrax-7B", [], None, "token"),
         ("Gemmel2", [], None, "token"),
-        ("Mistrax-7B", [], None, "row"),
-        ("Gemmel2", [], None, "row"),
+        ("Mistrax-7B", [], NodeType.MODEL, "row"),  # the column's label says what they are
+        ("Gemmel2", [], NodeType.MODEL, "row"),
     ]
     for d in found:
         assert d.name in d.unit.text
