@@ -123,24 +123,41 @@ def family_parent(name: str, names: Iterable[str], lexicon: Lexicon) -> str | No
     >>> family_parent("Microsoft Research", ["Research", "Microsoft Research"], lexicon) is None
     True
     """
-    pool = [n for n in names if n != name]
-    by_key = {_version_key(n): n for n in sorted(pool, key=len)}
-    plain = _version_key(name)
-    if plain != normalize_name(name) and plain in by_key:
-        return by_key[plain]
-    first, _, rest = name.partition(" ")
-    org = lexicon.lookup(first) if rest else None
-    if org is not None and org.type == NodeType.ORGANIZATION and re.search(r"\d", rest):
-        parent = by_key.get(_version_key(rest))
-        if parent is not None:
-            return parent
-    if _PARAM_COUNT.search(name):
-        base = _version_key(_PARAM_COUNT.sub("", name))
-        sizes = [n for n in names if _PARAM_COUNT.search(n)]
-        same = [n for n in sizes if _version_key(_PARAM_COUNT.sub("", n)) == base]
-        if len({normalize_name(n) for n in same}) == 1:
-            return by_key.get(base)
-    return None
+    return _Plainer(names, lexicon).parent(name)
+
+
+class _Plainer:
+    """`family_parent` over one set of names, indexed once."""
+
+    def __init__(self, names: Iterable[str], lexicon: Lexicon) -> None:
+        self.lexicon = lexicon
+        names = set(names)
+        self.by_key: dict[str, str] = {}
+        for n in sorted(names, key=lambda n: (-len(n), n)):  # the shortest spelling stays
+            self.by_key[_version_key(n)] = n
+        sized = {normalize_name(n): n for n in names if _PARAM_COUNT.search(n)}
+        self.sizes = Counter(_version_key(_PARAM_COUNT.sub("", n)) for n in sized.values())
+
+    def _other(self, key: str, name: str) -> str | None:
+        found = self.by_key.get(key)
+        return (
+            found if found is not None and normalize_name(found) != normalize_name(name) else None
+        )
+
+    def parent(self, name: str) -> str | None:
+        plain = _version_key(name)
+        if plain != normalize_name(name) and (found := self._other(plain, name)) is not None:
+            return found
+        first, _, rest = name.partition(" ")
+        org = self.lexicon.lookup(first) if rest else None
+        versioned = org is not None and org.type == NodeType.ORGANIZATION and re.search(r"\d", rest)
+        if versioned and (found := self._other(_version_key(rest), name)) is not None:
+            return found
+        if _PARAM_COUNT.search(name):
+            base = _version_key(_PARAM_COUNT.sub("", name))
+            if self.sizes[base] == 1:
+                return self._other(base, name)
+        return None
 
 
 def _canonical_ids(extractions: list[Extraction], lexicon: Lexicon) -> dict[str, Entity]:
@@ -183,10 +200,10 @@ def _families(by_name: dict[str, list[Entity]], lexicon: Lexicon) -> dict[str, l
         if group[0].type not in (NodeType.SCENARIO, NodeType.PERSONA)
         and lexicon.lookup(group[0].name) is None
     }
-    pool = sorted(group[0].name for group in by_name.values())
+    plainer = _Plainer((group[0].name for group in by_name.values()), lexicon)
     parent: dict[str, str] = {}
     for key, name in names.items():
-        found = family_parent(name, pool, lexicon)
+        found = plainer.parent(name)
         if found is not None and normalize_name(found) in by_name:
             parent[key] = normalize_name(found)
     families: dict[str, list[str]] = {key: [] for key in by_name}
