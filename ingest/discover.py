@@ -172,7 +172,7 @@ def type_from_description(text: str) -> NodeType | None:
     # English puts the head noun first ("a library for efficient inference" is a library),
     # Chinese last ("专为 MoE 模型打造的训练引擎" is an engine): the first clause decides
     clause = _FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0]
-    chinese = _chinese(text)
+    chinese = _chinese(clause)  # (a clause is its own first clause)
     best: tuple[int, NodeType] | None = None
     for pattern, node_type in _TYPE_WORDS:
         for m in pattern.finditer(clause):
