@@ -250,9 +250,10 @@ def draft_from_verdict(
     """The answer draft a verdict makes over `base` (the graph's draft of the same question:
     its conflicts, caveats, snippets and notes stay). The pick comes with the graph's reasons
     when the graph picked it too, else with the evidence that speaks of it (what the reader cited
-    first); the graph's other picks follow as alternatives. The facts are the evidence the reader
-    cited, the graph's facts, then the rest of what the reader read, each span once. The
-    sentence is the prose."""
+    first); the graph's other picks follow as alternatives. The facts are the evidence the
+    reader cited, the graph's facts, then the rest of what the reader read, each span once: at
+    most `max_facts`, but never fewer than the units the reader read, so that what it decided
+    from is on screen. The sentence is the prose."""
     cited = [reading.evidence[n - 1] for n in verdict.evidence]
     rest = [u for u in reading.evidence if u not in cited]
     recommendations: list[DraftRecommendation] = []
@@ -298,7 +299,8 @@ def draft_from_verdict(
         if (fact.doc, fact.start) not in shown and not inside:
             shown.add((fact.doc, fact.start))
             facts.append(fact)
-    limit = max_facts - (2 if recommendations else 0)
+    # never fewer than the reader read: what it decided from is on screen, each span once
+    limit = max(max_facts - (2 if recommendations else 0), len(reading.evidence))
     return base.model_copy(
         update={
             "recommendations": recommendations,

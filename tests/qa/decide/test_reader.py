@@ -243,3 +243,41 @@ def test_a_pick_that_holds_in_both_orders_costs_both_requests(
     verdict = Reader(_Same(), consistency=True).read(reading)  # type: ignore[arg-type]
     assert verdict.pick == pick and not verdict.unsure
     assert verdict.prompt_tokens == 200 and verdict.completion_tokens is None
+
+
+def test_every_unit_the_reader_read_is_on_screen(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    """What the reader decided from is shown: each unit it read is a point of the draft, in a
+    recommendation or among the facts, however few the draft's own facts would be."""
+    for question in QUESTIONS:
+        reading = _reading(assistant, question)
+        base = assistant.graph_draft(assistant.understand(question))
+        pick = reading.candidates[0] if reading.candidates else None
+        made = draft_from_verdict(
+            reading, Verdict(evidence=[], pick=pick, model="m"), assistant.evidence.point, base
+        )
+        points = made.points()
+        for unit in reading.evidence:
+            assert any(
+                p.doc == unit.doc and p.start <= unit.start and unit.end <= p.end for p in points
+            ), unit.id
+
+
+def test_the_reader_reads_the_best_units_however_many_one_document_holds() -> None:
+    """No cap per document: the best-ranked units are read in rank order, and the best unit of
+    a document the question names is read whatever its rank."""
+    from kg.documents import EvidenceUnit, UnitKind
+    from qa.decide import select_evidence
+    from qa.retrieve.units import RankedUnit
+
+    def ranked(doc: str, i: int) -> RankedUnit:
+        unit = EvidenceUnit(
+            id=f"{doc}#{i}", doc=doc, start=i, end=i + 1, kind=UnitKind.SENTENCE, text=f"{doc} {i}"
+        )
+        return RankedUnit(unit, 1.0 / (i + 1), 0.0, 0.0, False)
+
+    units = [ranked("a", i) for i in range(6)] + [ranked("b", 6), ranked("c", 7)]
+    assert [u.id for u in select_evidence(units, limit=5)] == [f"a#{i}" for i in range(5)]
+    chosen = select_evidence(units, limit=5, first_docs=["c"])
+    assert [u.id for u in chosen] == ["a#0", "a#1", "a#2", "a#3", "c#7"]
