@@ -236,6 +236,34 @@ def type_of_head(text: str) -> NodeType | None:
     return None
 
 
+def type_of_list(intro: str) -> NodeType | None:
+    """The kind of thing a list holds, as the sentence that introduces it says: the plural of a
+    kind word right before its closing colon ("… using state of the art models:"); in Chinese,
+    the kind word its last clause ends with before the colon ("目前支持以下推理框架：").
+
+    >>> type_of_list("We also provide examples using state of the art models:")
+    <NodeType.MODEL: 'Model'>
+    >>> type_of_list("The following libraries:"), type_of_list("目前支持以下推理框架：")
+    (<NodeType.LIBRARY: 'Library'>, <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>)
+    >>> [type_of_list(t) for t in ["These demos run in your browser:", "Use models.", "A model:"]]
+    [None, None, None]
+    >>> type_of_list("镜像仓库：") is None  # a repository (仓库), not a library (库)
+    True
+    """
+    text = intro.strip()
+    if not text.endswith((":", "：")):
+        return None
+    clause = re.split(r"[，,；;。.!?]", text[:-1])[-1].strip()
+    if _chinese(clause):
+        return type_of_head(clause)
+    words = clause.split()
+    last = words[-1].lower() if words else ""
+    if not last.endswith("s") or last.endswith("ss"):
+        return None  # a list of things is introduced by their plural
+    singular = last[:-3] + "y" if last.endswith("ies") else last[:-1]
+    return next((t for pattern, t in _TYPE_WORDS if pattern.fullmatch(singular)), None)
+
+
 def type_from_name(name: str) -> NodeType | None:
     """The node type a name's own head word gives ("… Compression Framework", "RTX 4090").
 
@@ -536,7 +564,8 @@ def discover_names(
                 described = (
                     type_from_description(rest) if _DESCRIBED.match(rest) else type_of_head(rest)
                 )
-                found.append(Discovered(lead, unit, [], type_from_name(lead) or described, "lead"))
+                typed = type_from_name(lead) or described or type_of_list(unit.context)
+                found.append(Discovered(lead, unit, [], typed, "lead"))
         if unit.kind == UnitKind.HEADING and len(unit.text.split()) <= 4:
             head = name_prefix(unit.text, lexicon, plain_words)
             if head is not None and name_ok(head) and NAME_TOKEN.search(head):

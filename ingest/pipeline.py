@@ -148,8 +148,9 @@ class IngestReport(BaseModel):
 #: 8: a channel is no entity; instruction sets and GPU architectures are found in text; a thing
 #: only its own units are about is claimed by its document's subject. 9: a list item's lead is
 #: typed by an articleless or Chinese description headed by a kind word ("image to text
-#: model", "高性能训练加速库"), a table's names by their column's label ("Model").
-EXTRACTOR_VERSION = 9
+#: model", "高性能训练加速库"), a table's names by their column's label ("Model"). 10: a list's
+#: leads by the kind the sentence introducing the list names ("… these models:").
+EXTRACTOR_VERSION = 10
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:

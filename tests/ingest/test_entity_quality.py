@@ -150,3 +150,28 @@ def test_a_list_lead_is_typed_by_the_noun_phrase_that_describes_it(lexicon: Lexi
     found = names(link_corpus(read({"brindle-README.md": GALLERY}), lexicon))
     assert found["CorvexNet"] is NodeType.MODEL and found["Pellam2"] is NodeType.MODEL
     assert found["TarnWell"] is not NodeType.MODEL  # a verb phrase: "models" heads nothing
+
+
+CATALOGUE = """# Brindle
+
+Brindle is an inference engine for local LLMs.
+
+## Examples
+
+These demos run entirely in your browser:
+
+- [Quillon](https://example.org/quillon): pose estimation.
+
+We also ship command line examples for these state of the art models:
+
+- [Marrow4](./examples/marrow4/): code completion, function calling.
+- [Sablefox](./examples/sablefox/): 2b and 7b, attention with a recurrent state.
+"""
+
+
+def test_a_list_takes_the_kind_its_introducing_sentence_names(lexicon: Lexicon) -> None:
+    """A list introduced by "… these state of the art models:" lists models; one introduced by a
+    place ("… in your browser:") says no kind."""
+    found = names(link_corpus(read({"brindle-README.md": CATALOGUE}), lexicon))
+    assert found["Marrow4"] is NodeType.MODEL and found["Sablefox"] is NodeType.MODEL
+    assert found.get("Quillon") is not NodeType.MODEL
