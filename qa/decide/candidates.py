@@ -27,6 +27,7 @@ same name. Each carries the numbers of the evidence lines that name it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection, Container, Iterable, Sequence
 
 from pydantic import BaseModel, Field
@@ -375,28 +376,34 @@ def phrased(candidate: Candidate, known: Sequence[str]) -> bool:
 
 def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
     """The (document, title) pairs that say what a section is rather than what it is about: a
-    title that heads two sections or more of its document ("Usage", "适用场景"), and the title
-    every unit of a document is under (the page's own title: its topic, not one of its things).
+    title that heads two sections or more of its document ("Usage", "适用场景"), and the top
+    title most of a document's units are under (the page's own title: its topic, not one of its
+    things, even where a stray line before it reads as a heading of its own).
 
     >>> def u(i, path, doc="d"):
     ...     return EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1,
     ...                         kind=UnitKind.SENTENCE, text="x", heading_path=path)
-    >>> sorted(section_labels([u(0, ("A", "Usage")), u(1, ("A", "Usage")), u(2, ("B", "Usage"))]))
+    >>> sorted(section_labels([u(0, ("A", "Usage")), u(1, ("B", "Usage")), u(2, ("C", "Usage"))]))
     [('d', 'Usage')]
     >>> sorted(section_labels([u(0, ("Guide",)), u(1, ("Guide", "FSDP")), u(2, ("Guide", "TP"))]))
     [('d', 'Guide')]
+    >>> sorted(section_labels([u(0, ("Menu",)), u(1, ("Guide", "FSDP")), u(2, ("Guide", "TP"))]))
+    [('d', 'Guide')]
     """
     paths: set[tuple[str, tuple[str, ...]]] = set()
-    tops: dict[str, set[str]] = {}
+    tops: dict[str, Counter[str]] = {}
     for unit in units:
-        tops.setdefault(unit.doc, set()).add(unit.heading_path[0] if unit.heading_path else "")
+        tops.setdefault(unit.doc, Counter())[unit.heading_path[0] if unit.heading_path else ""] += 1
         if unit.heading_path:
             paths.add((unit.doc, unit.heading_path))
     counts: dict[tuple[str, str], int] = {}
     for doc, path in paths:
         counts[(doc, path[-1])] = counts.get((doc, path[-1]), 0) + 1
     labels = {k for k, n in counts.items() if n > 1}
-    labels |= {(doc, next(iter(t))) for doc, t in tops.items() if len(t) == 1 and "" not in t}
+    for doc, under in tops.items():
+        (title, held), *_ = under.most_common(1)
+        if title and 2 * held > under.total():
+            labels.add((doc, title))
     return frozenset(labels)
 
 
