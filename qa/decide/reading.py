@@ -26,20 +26,17 @@ __all__ = ["Reading", "rank_candidates", "select_evidence"]
 def select_evidence(
     ranked: Sequence[RankedUnit],
     limit: int = 8,
-    per_doc: int | None = None,
     first_docs: Sequence[str] = (),
 ) -> list[EvidenceUnit]:
-    """The best `limit` units that say something, best first: no headings, no text twice, at
-    most `per_doc` from one document when given (units of the first documents give way to
-    others'). The best unit of each of `first_docs` (the documents of the things a question
-    names) is taken whatever its rank, so that a question about two projects reads both.
+    """The best `limit` units that say something, best first: no headings, no text twice. The
+    best unit of each of `first_docs` (the documents of the things a question names) is taken
+    whatever its rank, so that a question about two projects reads both.
 
-    The reader is given no cap per document: measured on the three public sets, three units
-    at most from one document left out required facts that the next-ranked units of the same
-    document hold (of real-articles' 154 facts, 89 were among the eight units read with the cap
-    and 104 without; real-docs 129 and 145 of 182; dev 122 and 138 of 156), while the gold
-    documents were read about as often (68 and 67 of 70 questions; 96 and 95 of 98; 108 and 106
-    of 108).
+    No cap per document: measured on the three public sets, three units at most from one
+    document left out required facts that the next-ranked units of the same document hold (of
+    real-articles' 154 facts, 89 were among the eight units read with the cap and 104 without;
+    real-docs 129 and 145 of 182; dev 122 and 138 of 156), while the gold documents were read
+    about as often (68 and 67 of 70 questions; 96 and 95 of 98; 108 and 106 of 108).
 
     >>> def u(i, doc, kind=UnitKind.SENTENCE, text=None):
     ...     unit = EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1, kind=kind,
@@ -47,14 +44,13 @@ def select_evidence(
     ...     return RankedUnit(unit, 1.0 / (i + 1), 0.0, 0.0, False)
     >>> ranked = [u(0, "a", UnitKind.HEADING), u(1, "a"), u(2, "a"), u(3, "a"), u(4, "b"),
     ...           u(5, "a", text="b 4"), u(6, "c")]
-    >>> [x.id for x in select_evidence(ranked, limit=3, per_doc=2)]
-    ['a#1', 'a#2', 'b#4']
-    >>> [x.id for x in select_evidence(ranked, limit=3, per_doc=2, first_docs=["c"])]
+    >>> [x.id for x in select_evidence(ranked, limit=3)]
+    ['a#1', 'a#2', 'a#3']
+    >>> [x.id for x in select_evidence(ranked, limit=3, first_docs=["c"])]
     ['a#1', 'a#2', 'c#6']
     """
     chosen: list[EvidenceUnit] = []
     texts: set[str] = set()
-    per: dict[str, int] = {}
 
     def usable(unit: EvidenceUnit) -> bool:
         key = normalize_name(unit.text)
@@ -63,7 +59,6 @@ def select_evidence(
     def take(unit: EvidenceUnit) -> None:
         chosen.append(unit)
         texts.add(normalize_name(unit.text))
-        per[unit.doc] = per.get(unit.doc, 0) + 1
 
     reserved = [
         next((r.unit for r in ranked if r.unit.doc == doc and usable(r.unit)), None)
@@ -74,7 +69,7 @@ def select_evidence(
         if len(chosen) + len([u for u in reserved_units if u not in chosen]) >= limit:
             break
         unit = r.unit
-        if usable(unit) and (per_doc is None or per.get(unit.doc, 0) < per_doc):
+        if usable(unit):
             take(unit)
     for unit in reserved_units:
         if unit not in chosen and len(chosen) < limit:
