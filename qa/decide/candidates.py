@@ -401,7 +401,7 @@ def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
         counts[(doc, path[-1])] = counts.get((doc, path[-1]), 0) + 1
     labels = {k for k, n in counts.items() if n > 1}
     for doc, under in tops.items():
-        (title, held), *_ = under.most_common(1)
+        title, held = under.most_common(1)[0]
         if title and 2 * held > under.total():
             labels.add((doc, title))
     return frozenset(labels)

@@ -262,22 +262,3 @@ def test_every_unit_the_reader_read_is_on_screen(
             assert any(
                 p.doc == unit.doc and p.start <= unit.start and unit.end <= p.end for p in points
             ), unit.id
-
-
-def test_the_reader_reads_the_best_units_however_many_one_document_holds() -> None:
-    """No cap per document: the best-ranked units are read in rank order, and the best unit of
-    a document the question names is read whatever its rank."""
-    from kg.documents import EvidenceUnit, UnitKind
-    from qa.decide import select_evidence
-    from qa.retrieve.units import RankedUnit
-
-    def ranked(doc: str, i: int) -> RankedUnit:
-        unit = EvidenceUnit(
-            id=f"{doc}#{i}", doc=doc, start=i, end=i + 1, kind=UnitKind.SENTENCE, text=f"{doc} {i}"
-        )
-        return RankedUnit(unit, 1.0 / (i + 1), 0.0, 0.0, False)
-
-    units = [ranked("a", i) for i in range(6)] + [ranked("b", 6), ranked("c", 7)]
-    assert [u.id for u in select_evidence(units, limit=5)] == [f"a#{i}" for i in range(5)]
-    chosen = select_evidence(units, limit=5, first_docs=["c"])
-    assert [u.id for u in chosen] == ["a#0", "a#1", "a#2", "a#3", "c#7"]
