@@ -30,7 +30,7 @@ import os
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
@@ -76,6 +76,10 @@ class LLMSettings(BaseModel):
         description="requests in flight at once; also kgqa eval's concurrency with an LLM",
     )
     max_tokens: int = Field(default=512, ge=1)
+    reader_mode: Literal["pick", "cited", "full", "line"] = Field(
+        default="pick",
+        description="what the reader is asked (`qa.decide.prompts.MODES`)",
+    )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     threads: int | None = Field(
         default=None,

@@ -407,19 +407,25 @@ def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
     return frozenset(labels)
 
 
-def names_unit(candidate: Candidate, unit: EvidenceUnit, quote: str) -> bool:
+def names_unit(
+    candidate: Candidate, unit: EvidenceUnit, quote: str, *, titles: bool = True
+) -> bool:
     """Whether a unit names a candidate: as its subject or a mention (an entity), or its name in
-    the unit's verbatim text, lead-in or section titles.
+    the unit's verbatim text, lead-in or (with `titles`) section titles.
 
     >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind=UnitKind.SENTENCE,
     ...     text="Use FSDP.", heading_path=("Sharding",))
     >>> names_unit(Candidate(name="fsdp"), u, "Use FSDP."), names_unit(Candidate(name="TP"), u, "")
     (True, False)
+    >>> names_unit(Candidate(name="Sharding"), u, ""), names_unit(
+    ...     Candidate(name="Sharding"), u, "", titles=False)
+    (True, False)
     """
     if candidate.entity and candidate.entity in {unit.subject, *unit.mentions}:
         return True
     key = normalize_name(candidate.name)
-    said = normalize_name(" ".join([quote, unit.text, unit.context, *unit.heading_path]))
+    heads = unit.heading_path if titles else ()
+    said = normalize_name(" ".join([quote, unit.text, unit.context, *heads]))
     return bool(key) and key in said
 
 

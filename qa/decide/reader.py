@@ -13,7 +13,7 @@ other; nothing unverified reaches the user. An unusable answer raises `LLMBadRes
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -21,8 +21,15 @@ from pydantic import BaseModel, Field
 from kg.documents import EvidenceUnit
 from kg.errors import LLMBadResponse
 from kg.schema import normalize_name
-from qa.decide.candidates import Candidate
-from qa.decide.prompts import MODES, NONE, reader_messages, reader_mode, reader_schema
+from qa.decide.candidates import Candidate, names_unit
+from qa.decide.prompts import (
+    MODES,
+    NONE,
+    line_names_messages,
+    reader_messages,
+    reader_mode,
+    reader_schema,
+)
 from qa.decide.reading import Reading
 from qa.schema import AnswerDraft, DraftPoint, DraftRecommendation
 
@@ -46,7 +53,9 @@ class Verdict(BaseModel):
     completion_tokens: int | None = None
     seconds: float | None = Field(default=None, description="the request, start to end")
     unsure: bool = Field(
-        default=False, description="the pick moved with the candidates' order (consistency)"
+        default=False,
+        description="the reading did not settle the pick: it moved with the candidates' order, "
+        "or the line read as the answer names no candidate (the graph's pick stands in)",
     )
 
 
@@ -68,10 +77,12 @@ class Reader:
 
     `mode` (`qa.decide.prompts.MODES`): `pick`, the name alone (the fewest tokens to decode: on
     a CPU each costs ~50 ms); `cited`, the evidence numbers first, then the name; `full`, those
-    and a sentence, which streams. `consistency` (a pick's): the pick is asked in two orders of
-    the candidates, and one that moves with the order is no decision (`read`): measured with the
-    0.5B model on the gold picks of the three public sets, 29 of real-docs' 52 against 20 asked
-    once, 8 of real-articles' 35 against 8, 32 of dev's 59 against about 27.
+    and a sentence, which streams; `line`, the one line that answers, then (a second turn on
+    the same prompt) the name that line gives (`_read_line`). `consistency` (a pick's): the
+    pick is asked in two orders of the candidates, and one that moves with the order is no
+    decision (`read`): measured with the 0.5B model on the gold picks of the three public sets,
+    29 of real-docs' 52 against 20 asked once, 8 of real-articles' 35 against 8, 32 of dev's 59
+    against about 27.
     """
 
     def __init__(
@@ -99,6 +110,8 @@ class Reader:
         asked twice, the candidates listed in two orders (the second shares the first's
         evidence, which a server keeps cached): a pick that holds in both orders stands; one
         that moves with the order is no decision, and the graph's own pick (★) stands in."""
+        if self.mode == "line":
+            return self._read_line(reading)
         first = self._read_once(reading)
         if not self.consistency or not reading.candidates or self.mode != "pick":
             return first
@@ -113,6 +126,45 @@ class Reader:
             return first.model_copy(update=both)
         proposed = next((c for c in reading.candidates if c.proposed), None)
         return first.model_copy(update={**both, "pick": proposed or first.pick, "unsure": True})
+
+    def _read_line(self, reading: Reading) -> Verdict:
+        """The line reader: which numbered line answers the question (the candidates are not
+        shown), then which of the names that line's text gives is the answer, asked as a second
+        turn of the same chat (its prompt extends the first's, which a server keeps cached). A
+        line that gives one name has its answer without the second turn. A line whose text
+        names nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph
+        picked nothing, to the section titles it is under (`_named_in_line`)."""
+        messages = reader_messages(reading, "line")
+        started = time.perf_counter()
+        first = self.chat.chat(
+            messages, schema=reader_schema(reading, "line"), max_tokens=self.max_tokens
+        )
+        line = first.parse_json()
+        if not isinstance(line, int) or not 0 < line <= len(reading.evidence):
+            raise LLMBadResponse(f"the reader's answer is no line of the evidence: {line!r}")
+        requests = [first]
+        proposed = next((c for c in reading.candidates if c.proposed), None)
+        said, under = _named_in_line(reading, line) if reading.choose else ([], [])
+        named = said or ([] if proposed else under)
+        pick: Candidate | None = named[0] if len(named) == 1 else None
+        if len(named) > 1:
+            second = self.chat.chat(
+                line_names_messages(reading, line, named),
+                schema={"type": "string", "enum": list(dict.fromkeys(c.name for c in named))},
+                max_tokens=self.max_tokens,
+            )
+            requests.append(second)
+            pick = self.verdict(reading, {"pick": second.parse_json()}).pick
+        unsure = bool(reading.choose and reading.candidates and pick is None)
+        return Verdict(
+            evidence=[line],
+            pick=proposed if unsure else pick,
+            model=self.name,
+            prompt_tokens=_sum(r.prompt_tokens for r in requests),
+            completion_tokens=_sum(r.completion_tokens for r in requests),
+            seconds=round(time.perf_counter() - started, 3),
+            unsure=unsure,
+        )
 
     def _read_once(self, reading: Reading) -> Verdict:
         """One constrained completion as a verdict."""
@@ -170,6 +222,27 @@ class Reader:
         return Verdict(evidence=numbers, pick=pick, sentence=sentence, model=self.name)
 
 
+def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[Candidate]]:
+    """The candidates evidence line `line` (1..) gives: those its text names (a thing it is
+    about or mentions, or a name in its words), and all it is numbered under, its section
+    titles too. A title says what a line is under, not what it gives ("Final advice" over
+    "beginners: PyTorch").
+
+    >>> from qa.schema import Language
+    >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="sentence",
+    ...     text="Beginners: PyTorch.", heading_path=("Final advice",))
+    >>> names = [Candidate(name="Final advice", evidence=[1]), Candidate(name="PyTorch",
+    ...     evidence=[1]), Candidate(name="JAX", evidence=[2])]
+    >>> r = Reading(question="q", language=Language.EN, choose=True, evidence=[u],
+    ...     candidates=names)
+    >>> [[c.name for c in found] for found in _named_in_line(r, 1)]
+    [['PyTorch'], ['Final advice', 'PyTorch']]
+    """
+    unit = reading.evidence[line - 1]
+    under = [c for c in reading.candidates if line in c.evidence]
+    return [c for c in under if names_unit(c, unit, "", titles=False)], under
+
+
 def _total(a: float | None, b: float | None) -> float | None:
     """The sum of two counts, either of which a server may not have given (None).
 
@@ -177,6 +250,16 @@ def _total(a: float | None, b: float | None) -> float | None:
     (7, 4, None)
     """
     return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def _sum(counts: Iterable[int | None]) -> int | None:
+    """The sum of token counts a server may not have given (None), as `_total` adds two.
+
+    >>> _sum([3, None, 4]), _sum([None])
+    (7, None)
+    """
+    given = [count for count in counts if count is not None]
+    return sum(given) if given else None
 
 
 def _as_object(mode: str, data: Any) -> dict[str, Any]:

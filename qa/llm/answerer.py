@@ -76,15 +76,17 @@ def make_llm(
         return None
     model_dir = parse_offline_spec(spec)
     if model_dir is not None:  # vLLM in this process: concurrent questions batch together
-        return Reader(open_offline_chat(model_dir, max_batch=64))
+        return Reader(open_offline_chat(model_dir, max_batch=64), mode=settings.reader_mode)
     base = settings if spec == "auto" else settings.model_copy(update={"base_url": spec})
     chat = ChatModel(base)
     if chat.health():
-        return Reader(chat)
+        return Reader(chat, mode=settings.reader_mode)
     chat.close()
     if spec != "auto":
         raise LLMError(f"no LLM server answers at {spec}: start one with `kgqa llm serve`")
     url = embedded() if embedded is not None else None
     if url is None:
         return None
-    return Reader(ChatModel(settings.model_copy(update={"base_url": url})))
+    return Reader(
+        ChatModel(settings.model_copy(update={"base_url": url})), mode=settings.reader_mode
+    )

@@ -20,7 +20,8 @@ from kg.errors import LLMError
 from kg.schema import normalize_name
 from qa.api import Assistant
 from qa.config import LLMSettings
-from qa.decide import Reader, Reading, Verdict, draft_from_verdict
+from qa.decide import Candidate, Reader, Reading, Verdict, draft_from_verdict
+from qa.decide.candidates import names_unit
 from qa.decide.prompts import NONE, reader_messages, reader_schema
 from qa.llm.answerer import make_llm, stream_answer_field
 from qa.llm.client import ChatModel
@@ -262,3 +263,140 @@ def test_every_unit_the_reader_read_is_on_screen(
             assert any(
                 p.doc == unit.doc and p.start <= unit.start and unit.end <= p.end for p in points
             ), unit.id
+
+
+# -- the line reader: the line that answers, then the name it gives -----------------------------
+class _Lines:
+    """A chat model (the `StructuredChat` seam, no protocol) that answers the line reader: line
+    `line` at the first turn, then the last name the second turn offers; it keeps every request
+    it was sent."""
+
+    class settings:
+        model = "lines"
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.sent: list[tuple[list[dict[str, str]], dict[str, object]]] = []
+
+    def chat(self, messages, *, schema=None, schema_name="answer", max_tokens=None):  # type: ignore[no-untyped-def]
+        from qa.llm.client import ChatResult
+
+        self.sent.append((list(messages), schema))
+        answer = self.line if schema["type"] == "integer" else schema["enum"][-1]
+        content = json.dumps(answer, ensure_ascii=False)
+        return ChatResult(content=content, model="lines", prompt_tokens=100, completion_tokens=2)
+
+
+def _said(reading: Reading, line: int) -> list[Candidate]:
+    """The candidates the text of evidence line `line` names (its title left out)."""
+    unit = reading.evidence[line - 1]
+    return [
+        c
+        for c in reading.candidates
+        if line in c.evidence and names_unit(c, unit, "", titles=False)
+    ]
+
+
+def _line_naming(reading: Reading, count: Callable[[int], bool]) -> int | None:
+    """The first evidence line whose text names a number of candidates `count` accepts."""
+    return next(
+        (n for n in range(1, len(reading.evidence) + 1) if count(len(_said(reading, n)))),
+        None,
+    )
+
+
+def test_the_line_reader_names_what_the_line_it_read_gives(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    line = _line_naming(reading, lambda n: n > 1)
+    assert line is not None
+    chat = _Lines(line)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    (first, first_schema), (second, second_schema) = chat.sent
+    # the first turn shows no candidates and asks for a line; the second extends it
+    assert first_schema == {"type": "integer", "enum": list(range(1, len(reading.evidence) + 1))}
+    assert not any(c.name + " [" in first[-1]["content"] for c in reading.candidates)
+    assert second[: len(first)] == first and second[len(first)]["content"] == str(line)
+    named = [c.name for c in _said(reading, line)]
+    assert second_schema["enum"] == named  # what the line's text names, not its title
+    assert verdict.pick is not None and verdict.pick.name == named[-1]
+    assert verdict.evidence == [line] and not verdict.unsure
+    assert (verdict.prompt_tokens, verdict.completion_tokens) == (200, 4)
+
+
+def test_a_line_that_gives_one_name_needs_no_second_turn(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    for question in QUESTIONS:
+        reading = _reading(assistant, question)
+        line = _line_naming(reading, lambda n: n == 1)
+        if line is None:
+            continue
+        chat = _Lines(line)
+        verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+        assert len(chat.sent) == 1
+        assert verdict.pick == _said(reading, line)[0]
+        return
+    pytest.fail("no evidence line of the test questions names exactly one candidate")
+
+
+def test_a_line_that_gives_no_name_leaves_the_pick_to_the_graph(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    reading = reading.model_copy(
+        update={"candidates": [c for c in reading.candidates if 1 not in c.evidence]}
+    )
+    proposed = next(c for c in reading.candidates if c.proposed)
+    verdict = Reader(_Lines(1), mode="line").read(reading)  # type: ignore[arg-type]
+    assert verdict.unsure and verdict.pick == proposed and verdict.evidence == [1]
+
+
+def test_a_line_reader_given_no_line_is_a_bad_response(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    with pytest.raises(LLMError, match="no line of the evidence"):
+        Reader(_Lines(len(reading.evidence) + 1), mode="line").read(reading)  # type: ignore[arg-type]
+
+
+def test_the_real_line_reader_picks_a_name_its_line_gives(
+    llamacpp_server: ServerHandle,
+    assistant: Assistant,  # noqa: F811
+    grounded: Callable[[Answer], None],
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    verdict = _reader(llamacpp_server, mode="line").read(reading)
+    (line,) = verdict.evidence
+    assert 1 <= line <= len(reading.evidence)
+    assert verdict.pick is not None
+    assert line in verdict.pick.evidence or (verdict.unsure and verdict.pick.proposed)
+    # a name the line's text gives, where it gives one (never the title it is under then)
+    assert not _said(reading, line) or verdict.pick in _said(reading, line)
+    answer = assistant.with_llm(_reader(llamacpp_server, mode="line")).ask(QUESTIONS[0])
+    assert answer.backend == f"llm:{llamacpp_server.model}", answer.notes
+    grounded(answer)
+
+
+def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_title(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    line = next(
+        n
+        for n in range(1, len(reading.evidence) + 1)
+        if not _said(reading, n) and any(n in c.evidence for c in reading.candidates)
+    )
+    verdict = Reader(_Lines(line), mode="line").read(reading)  # type: ignore[arg-type]
+    proposed = next(c for c in reading.candidates if c.proposed)
+    assert verdict.unsure and verdict.pick == proposed
+    # with no pick of the graph's, the titles the line is under are what it gives
+    alone = reading.model_copy(
+        update={
+            "candidates": [c.model_copy(update={"proposed": False}) for c in reading.candidates]
+        }
+    )
+    chat = _Lines(line)
+    verdict = Reader(chat, mode="line").read(alone)  # type: ignore[arg-type]
+    assert verdict.pick is not None and line in verdict.pick.evidence and not verdict.unsure
