@@ -77,7 +77,7 @@ class LLMSettings(BaseModel):
     )
     max_tokens: int = Field(default=512, ge=1)
     reader_mode: Literal["pick", "cited", "full", "line"] = Field(
-        default="pick",
+        default="line",
         description="what the reader is asked (`qa.decide.prompts.MODES`)",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)

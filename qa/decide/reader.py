@@ -89,7 +89,7 @@ class Reader:
         self,
         chat: StructuredChat,
         *,
-        mode: str = "pick",
+        mode: str = "line",
         max_tokens: int = 96,
         consistency: bool = True,
     ) -> None:

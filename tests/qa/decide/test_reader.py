@@ -218,10 +218,10 @@ def test_a_pick_that_moves_with_the_order_is_no_decision(
 ) -> None:
     reading = _reading(assistant, QUESTIONS[0])
     assert len(reading.candidates) > 1 and reading.candidates[0].proposed
-    verdict = Reader(_FirstNamed(), consistency=True).read(reading)  # type: ignore[arg-type]
+    verdict = Reader(_FirstNamed(), mode="pick", consistency=True).read(reading)  # type: ignore[arg-type]
     # asked in two orders it named the first each time: two names, so the graph's pick stands
     assert verdict.unsure and verdict.pick == next(c for c in reading.candidates if c.proposed)
-    once = Reader(_FirstNamed(), consistency=False).read(reading)  # type: ignore[arg-type]
+    once = Reader(_FirstNamed(), mode="pick", consistency=False).read(reading)  # type: ignore[arg-type]
     assert not once.unsure and once.pick == reading.candidates[0]
     # a verdict asked twice costs both requests
     assert (verdict.prompt_tokens, verdict.completion_tokens) == (200, 6)
@@ -241,7 +241,7 @@ def test_a_pick_that_holds_in_both_orders_costs_both_requests(
             content = json.dumps(pick.name, ensure_ascii=False)
             return ChatResult(content=content, model="same", prompt_tokens=100)
 
-    verdict = Reader(_Same(), consistency=True).read(reading)  # type: ignore[arg-type]
+    verdict = Reader(_Same(), mode="pick", consistency=True).read(reading)  # type: ignore[arg-type]
     assert verdict.pick == pick and not verdict.unsure
     assert verdict.prompt_tokens == 200 and verdict.completion_tokens is None
 
