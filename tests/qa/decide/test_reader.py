@@ -353,6 +353,16 @@ def test_a_line_that_gives_no_name_leaves_the_pick_to_the_graph(
     assert verdict.unsure and verdict.pick == proposed and verdict.evidence == [1]
 
 
+def test_a_reading_without_evidence_asks_the_line_reader_nothing(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0]).model_copy(update={"evidence": []})
+    chat = _Lines(1)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert not chat.sent and verdict.unsure and verdict.evidence == []
+    assert verdict.pick is not None and verdict.pick.proposed
+
+
 def test_a_line_reader_given_no_line_is_a_bad_response(
     assistant: Assistant,  # noqa: F811
 ) -> None:
