@@ -82,10 +82,11 @@ class Reader:
     which streams. `line` was measured against `pick` with the embedded 0.5B model on fresh
     stores of the three public sets (`kgqa eval`, README): accuracy 38.2% against 34.2%
     (real-articles), 85.9% against 84.9% (real-docs), 83.2% against 82.3% (dev), with a lower
-    reader p50 (3.4 s against 5.3 s on real-articles, the same day). `consistency` (a pick's): the pick is asked in two orders of the
-    candidates, and one that moves with the order is no decision (`read`): measured with the
-    0.5B model on the gold picks of the three public sets, 29 of real-docs' 52 against 20 asked
-    once, 8 of real-articles' 35 against 8, 32 of dev's 59 against about 27.
+    reader p50 (3.4 s against 5.3 s on real-articles, the same day). `consistency` (a pick's):
+    the pick is asked in two orders of the candidates, and one that moves with the order is no
+    decision (`read`): measured with the 0.5B model on the gold picks of the three public sets,
+    29 of real-docs' 52 against 20 asked once, 8 of real-articles' 35 against 8, 32 of dev's 59
+    against about 27.
     """
 
     def __init__(
