@@ -113,7 +113,8 @@ class Reader:
         """The reader's verdict (raises `LLMError` when unusable). With `consistency`, a pick is
         asked twice, the candidates listed in two orders (the second shares the first's
         evidence, which a server keeps cached): a pick that holds in both orders stands; one
-        that moves with the order is no decision, and the graph's own pick (★) stands in."""
+        that moves with the order is no decision, and the graph's own pick (★) stands in. The
+        line reader reads in its own two turns (`_read_line`)."""
         if self.mode == "line":
             return self._read_line(reading)
         first = self._read_once(reading)

@@ -55,6 +55,24 @@ def test_vllm_reads_through_the_schema(
     assert verdict.pick is None or verdict.pick in reading.candidates
 
 
+def test_vllm_reads_a_line_through_the_schema(
+    vllm_server: ServerHandle,
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    """The line reader's two turns under vLLM's structured output: a line number of the
+    evidence, then a name that line gives."""
+    reader = _reader(vllm_server)
+    assert reader.mode == "line"  # the default
+    reading = _reading(assistant, QUESTIONS[1])
+    schema = reader_schema(reading, "line")
+    reply = reader.chat.chat(reader_messages(reading, "line"), schema=schema, max_tokens=8)
+    line = reply.parse_json()
+    assert isinstance(line, int) and 1 <= line <= len(reading.evidence)
+    verdict = reader.read(reading)
+    assert len(verdict.evidence) == 1 and 1 <= verdict.evidence[0] <= len(reading.evidence)
+    assert verdict.pick is None or verdict.pick in reading.candidates
+
+
 def test_vllm_reader_answers_through_the_assistant(
     vllm_server: ServerHandle,
     assistant: Assistant,  # noqa: F811
