@@ -45,7 +45,7 @@ from qa.decide.graph.advice import GraphComposer, find_conflicts
 from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
-from qa.read.frame import asked_types, strip_injection
+from qa.read.frame import asked_types, linked_options, strip_injection
 from qa.read.understand import QuestionReader
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
@@ -291,6 +291,20 @@ class Assistant:
     ) -> Reading:
         """What the reader is shown for a question (`qa.decide.reading`)."""
         frame = question.frame
+        # the alternatives it names by their shape, else two things it links to, joined (by
+        # the graph's names for them: "剪枝" is Pruning)
+        options = [o.text for o in frame.options]
+        if not options:
+            at = frame.asking_sentence[0]
+            linked = {e.surface: e.id for e in question.entities if e.id in self.graph}
+            options = [
+                self.graph.entity(linked[o.text]).name
+                for o in linked_options(
+                    frame.text,
+                    frame.asking_sentence,
+                    [(surface, frame.text.find(surface, at)) for surface in linked],
+                )
+            ]
         return Reading.gather(
             frame.text,
             question.language,
@@ -298,7 +312,7 @@ class Assistant:
             ranked=ranked,
             graph=self.graph,
             documents=self.documents,
-            options=[o.text for o in frame.options],
+            options=options,
             # the kinds of thing the asking sentence names ("which engine"), not the words of
             # the asker's situation around it
             kinds=asked_types(frame.text[slice(*frame.asking_sentence)]),

@@ -7,7 +7,9 @@ Nothing here knows a document: it is the question's side of the evidence match i
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kg import cues
@@ -22,6 +24,7 @@ __all__ = [
     "asks_amount",
     "asks_setting",
     "asks_yes_no",
+    "linked_options",
     "named_things",
     "quantity_asked",
     "question_options",
@@ -210,6 +213,41 @@ def question_options(text: str) -> list[Option]:
         if a.lower() in {"a", "an", "the", "and", "or"} or b.lower() in {"a", "an", "the"}:
             continue
         return [Option(a, m.start("a")), Option(b, m.start("b"))]
+    return []
+
+
+#: what stands between two alternatives named one after the other: "A 还是 B", "A or B"
+_JOINER = re.compile(
+    r"\s*(?:"
+    + "|".join(
+        cues.alternatives(key)
+        for key in ("question.option.joined", "question.option.or", "question.option.and")
+    )
+    + r")\s*",
+    re.I,
+)
+
+
+def linked_options(
+    text: str, asking: tuple[int, int], names: Sequence[tuple[str, int]]
+) -> list[Option]:
+    """The alternatives a question names as things the sources know: two of `names` (the
+    surfaces linking found, with positions) next to each other in the asking sentence with only
+    a joiner between. `question_options` reads names by their shape, which Chinese terms do not
+    have ("剪枝还是知识蒸馏").
+
+    >>> q = "模型要在手机上变小。是做剪枝还是知识蒸馏？"
+    >>> [o.text for o in linked_options(q, (10, 22), [("剪枝", 12), ("知识蒸馏", 16)])]
+    ['剪枝', '知识蒸馏']
+    >>> linked_options("先做剪枝，知识蒸馏呢？", (0, 11), [("剪枝", 2), ("知识蒸馏", 5)])
+    []
+    """
+    start, end = asking
+    inside = sorted((at, surface) for surface, at in names if start <= at < end)
+    for (a_at, a), (b_at, b) in itertools.pairwise(inside):
+        between = text[a_at + len(a) : b_at]
+        if _JOINER.fullmatch(between):
+            return [Option(a, a_at), Option(b, b_at)]
     return []
 
 

@@ -125,3 +125,32 @@ def test_the_prompt_lists_numbered_evidence_then_candidates_then_the_question(
     assert lines[0] == "证据："
     assert lines[1].startswith("[1] (quokka-compress · ")
     assert lines[-2].startswith("候选") and lines[-1] == f"问题：{reading.question}"
+
+
+SHRINK_PAGE = """# Quokka 瘦身指南
+
+## 剪枝
+
+剪枝去掉不重要的权重，模型文件变小，但要在 Quokka 的稀疏内核上才会变快。
+
+## 知识蒸馏
+
+知识蒸馏用大模型教一个小模型，小模型在手机上又小又快，但要重新训练。
+"""
+
+
+def test_two_things_the_question_links_and_joins_are_its_options(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    store = article_store(tmp_path_factory, {"quokka-shrink.md": SHRINK_PAGE})
+    assistant = Assistant.open(store, dense=False, llm="none")
+    question = "Quokka 的模型要放到手机上，是做剪枝还是知识蒸馏？"
+    parsed = assistant.understand(question)
+    assert not parsed.frame.options  # Chinese terms have no name's shape for the pattern
+    names = [c.name for c in _reading(assistant, question).candidates]
+    # both alternatives, by the graph's names, come first although the question says them
+    graph = assistant.graph
+    options = [
+        graph.entity(e).name for e in ("technique:pruning", "technique:knowledge-distillation")
+    ]
+    assert names[:2] == options, names
