@@ -136,9 +136,12 @@ class Reader:
         """The line reader: which numbered line answers the question (the candidates are not
         shown), then which of the names that line's text gives is the answer, asked as a second
         turn of the same chat (its prompt extends the first's, which a server keeps cached). A
-        line that gives one name has its answer without the second turn. A line whose text
-        names nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph
-        picked nothing, to the section titles it is under (`_named_in_line`)."""
+        line that gives one name has its answer without the second turn, and so has a line that
+        names the graph's own pick (★) among others: the line the reader found and the graph's
+        verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a condition
+        too, which a small model takes for the answer when asked). A line whose text names
+        nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph picked
+        nothing, to the section titles it is under (`_named_in_line`)."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
@@ -153,8 +156,11 @@ class Reader:
         requests = [first]
         said, under = _named_in_line(reading, line) if reading.choose else ([], [])
         named = said or ([] if proposed else under)
-        pick: Candidate | None = named[0] if len(named) == 1 else None
-        if len(named) > 1:
+        # the line names the graph's pick among others: the reader's evidence and the graph's
+        # verified paths agree on it, and it stands without a second turn
+        agreed = [c for c in said if c.proposed]
+        pick: Candidate | None = named[0] if len(named) == 1 else next(iter(agreed), None)
+        if pick is None and len(named) > 1:
             second = self.chat.chat(
                 line_names_messages(reading, line, named),
                 schema={"type": "string", "enum": list(dict.fromkeys(c.name for c in named))},

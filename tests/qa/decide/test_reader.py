@@ -308,7 +308,7 @@ def _line_naming(reading: Reading, count: Callable[[int], bool]) -> int | None:
 def test_the_line_reader_names_what_the_line_it_read_gives(
     assistant: Assistant,  # noqa: F811
 ) -> None:
-    reading = _reading(assistant, QUESTIONS[0])
+    reading = _unproposed(_reading(assistant, QUESTIONS[0]))
     line = _line_naming(reading, lambda n: n > 1)
     assert line is not None
     chat = _Lines(line)
@@ -323,6 +323,40 @@ def test_the_line_reader_names_what_the_line_it_read_gives(
     assert verdict.pick is not None and verdict.pick.name == named[-1]
     assert verdict.evidence == [line] and not verdict.unsure
     assert (verdict.prompt_tokens, verdict.completion_tokens) == (200, 4)
+
+
+def _unproposed(reading: Reading) -> Reading:
+    """The reading as if the graph had picked nothing (no candidate ★)."""
+    candidates = [c.model_copy(update={"proposed": False}) for c in reading.candidates]
+    return reading.model_copy(update={"candidates": candidates})
+
+
+def test_a_line_that_names_the_graphs_pick_among_others_gives_it_without_a_second_turn(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _unproposed(_reading(assistant, QUESTIONS[0]))
+    line = _line_naming(reading, lambda n: n > 1)
+    assert line is not None
+    # the graph's pick is the line's last name (the second turn's stand-in answers the last)
+    # and not its first: it stands because the graph picked it, not for where it is
+    said = _said(reading, line)
+    graphs = said[0]
+    marked = [c.model_copy(update={"proposed": c == graphs}) for c in reading.candidates]
+    chat = _Lines(line)
+    verdict = Reader(chat, mode="line").read(  # type: ignore[arg-type]
+        reading.model_copy(update={"candidates": marked})
+    )
+    assert len(chat.sent) == 1 and verdict.evidence == [line] and not verdict.unsure
+    assert verdict.pick is not None and verdict.pick.name == graphs.name != said[-1].name
+    # a ★ on another line only does not decide this one: the second turn is asked
+    elsewhere = next(c for c in reading.candidates if line not in c.evidence)
+    marked = [c.model_copy(update={"proposed": c == elsewhere}) for c in reading.candidates]
+    chat = _Lines(line)
+    verdict = Reader(chat, mode="line").read(  # type: ignore[arg-type]
+        reading.model_copy(update={"candidates": marked})
+    )
+    assert len(chat.sent) == 2 and verdict.pick is not None
+    assert verdict.pick.name == said[-1].name
 
 
 def test_a_line_that_gives_one_name_needs_no_second_turn(
