@@ -137,7 +137,7 @@ class Reader:
         shown), then which of the names that line's text gives is the answer, asked as a second
         turn of the same chat (its prompt extends the first's, which a server keeps cached). A
         line that gives one name has its answer without the second turn, and so has a line that
-        names the graph's own pick (★) among others: the line the reader found and the graph's
+        names the graph's first pick (★) among others: the line the reader found and the graph's
         verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a condition
         too, which a small model takes for the answer when asked). A line whose text names
         nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph picked
@@ -156,10 +156,10 @@ class Reader:
         requests = [first]
         said, under = _named_in_line(reading, line) if reading.choose else ([], [])
         named = said or ([] if proposed else under)
-        # the line names the graph's pick among others: the reader's evidence and the graph's
-        # verified paths agree on it, and it stands without a second turn
-        agreed = [c for c in said if c.proposed]
-        pick: Candidate | None = named[0] if len(named) == 1 else next(iter(agreed), None)
+        # the line names the graph's first pick among others: the reader's evidence and the
+        # graph's verified paths agree on it, and it stands without a second turn
+        agreed = proposed if proposed is not None and proposed in said else None
+        pick: Candidate | None = named[0] if len(named) == 1 else agreed
         if pick is None and len(named) > 1:
             second = self.chat.chat(
                 line_names_messages(reading, line, named),

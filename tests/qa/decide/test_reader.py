@@ -331,7 +331,7 @@ def _unproposed(reading: Reading) -> Reading:
     return reading.model_copy(update={"candidates": candidates})
 
 
-def test_a_line_that_names_the_graphs_pick_among_others_gives_it_without_a_second_turn(
+def test_a_line_that_names_the_graphs_first_pick_among_others_gives_it_without_a_second_turn(
     assistant: Assistant,  # noqa: F811
 ) -> None:
     reading = _unproposed(_reading(assistant, QUESTIONS[0]))
@@ -348,9 +348,10 @@ def test_a_line_that_names_the_graphs_pick_among_others_gives_it_without_a_secon
     )
     assert len(chat.sent) == 1 and verdict.evidence == [line] and not verdict.unsure
     assert verdict.pick is not None and verdict.pick.name == graphs.name != said[-1].name
-    # a ★ on another line only does not decide this one: the second turn is asked
+    # the graph's first pick on another line, its later one on this: the second turn is asked
     elsewhere = next(c for c in reading.candidates if line not in c.evidence)
-    marked = [c.model_copy(update={"proposed": c == elsewhere}) for c in reading.candidates]
+    ordered = [elsewhere, *(c for c in reading.candidates if c != elsewhere)]
+    marked = [c.model_copy(update={"proposed": c in (elsewhere, graphs)}) for c in ordered]
     chat = _Lines(line)
     verdict = Reader(chat, mode="line").read(  # type: ignore[arg-type]
         reading.model_copy(update={"candidates": marked})
