@@ -172,13 +172,15 @@ def _duplicates(entities: list[Entity]) -> list[list[str]]:
     return sorted(sorted(g) for g in groups.values() if len(g) > 1)
 
 
-def _missed(entities: list[Entity], units: list[EvidenceUnit]) -> list[str]:
-    """Names written in two or more documents that no entity has as name or alias: name-shaped
+def _missed(entities: list[Entity], units: list[EvidenceUnit], lexicon: Lexicon) -> list[str]:
+    """Names written in two or more documents that no entity has as name or alias, or as a name
+    the lexicon links to it (`aarch64` is the node ARM's, `Gaudi2` Intel Gaudi's): name-shaped
     tokens and acronyms, and capitalised words that the corpus never writes in lower case, that
     stand inside a sentence somewhere and that are not English words by their ending."""
     known: set[str] = set()
     for e in entities:
         known.update(normalize_name(n) for n in [e.name, *e.aliases])
+    ids = {e.id for e in entities}
     readable = [u for u in units if u.kind != UnitKind.CODE]
     lower: set[str] = set()
     for unit in readable:
@@ -203,6 +205,9 @@ def _missed(entities: list[Entity], units: list[EvidenceUnit]) -> list[str]:
     for key, where in docs.items():
         if len(where) < 2 or key in known or len(key) < 3 or spelled[key].lower() in lower:
             continue
+        entry = lexicon.lookup(spelled[key])
+        if entry is not None and entry.id in ids:
+            continue  # linked wherever it is written: a name of a node
         if any(key in k for k in known if len(k) >= 4):
             continue  # part of a known name ("Lightning" of "PyTorch Lightning")
         missed.append(spelled[key])
@@ -249,7 +254,7 @@ def measure(store_dir: Path, sample: int = 30, seed: int = 0) -> Report:
         untyped=[e.name for e in entities if e.type == NodeType.CONCEPT],
         mistyped=_mistyped(entities, units, lexicon, touched),
         duplicates=_duplicates(entities),
-        missed=_missed(entities, units),
+        missed=_missed(entities, units, lexicon),
         isolated=[f"{e.name} ({e.type.value})" for e in entities if e.id not in touched],
         sample=_sample(graph, sample, seed),
     )

@@ -66,7 +66,15 @@ from kg.schema import (
     normalize_name,
 )
 
-__all__ = ["CorpusLinks", "NameMatcher", "advice", "claim_relation", "flex_pattern", "link_corpus"]
+__all__ = [
+    "CorpusLinks",
+    "NameMatcher",
+    "advice",
+    "claim_relation",
+    "flex_pattern",
+    "link_corpus",
+    "links_a_repository",
+]
 
 
 _PREDICATE = re.compile(
@@ -255,6 +263,9 @@ def link_corpus(
                 token_counts[normalize_name(item.name)] += 1
     for doc, item in found:
         typed = item.type or _pattern_type(item.name, lexicon)
+        source = doc.text[item.unit.start : item.unit.end]
+        if typed is None and links_a_repository(item.name, source):
+            typed = NodeType.TOOL  # a project with its own repository, as a README's subject is
         if (
             item.how == "token"
             and typed is None
@@ -569,6 +580,41 @@ def _situation(
     eid = entity_id(node_type, name)
     made = Entity(id=eid, type=node_type, name=name, evidence=[ev])
     return eid, (made if eid not in types else None)
+
+
+#: the address of a code repository's home (`host/owner/name`, nothing after but an anchor or a
+#: query): a person's or an organisation's page (`host/owner`) or a file in a repository is none
+_REPOSITORY = (
+    r"https?://(?:www\.)?(?:github\.com|gitlab\.com|gitee\.com|codeberg\.org|bitbucket\.org)"
+    r"/[\w.\-]+/[\w.\-]+?(?:\.git)?/?(?:[#?][^\s)>\"']*)?"
+)
+
+
+def links_a_repository(name: str, source: str) -> bool:
+    """Whether `source` (a unit's text as the file writes it) makes `name` the text of a link to
+    a code repository's home: in Markdown, reStructuredText or HTML. The thing a list of links
+    names that way is a software project, whatever its name.
+
+    >>> links_a_repository("Quillon", "- [Quillon](https://github.com/acme/quillon): fast")
+    True
+    >>> links_a_repository("Quillon", "`Quillon <https://gitlab.com/acme/quillon>`_ is fast")
+    True
+    >>> links_a_repository("Quillon", '<a href="https://github.com/acme/quillon">Quillon</a>')
+    True
+    >>> links_a_repository("Ada Byron", "**[Ada Byron](https://github.com/adab)**: maintainer")
+    False
+    >>> links_a_repository("Llama", "[Llama](https://github.com/acme/x/tree/main/llama)")
+    False
+    """
+    name = re.escape(name)
+    return any(
+        re.search(pattern, source)
+        for pattern in (
+            rf"\[`?{name}`?\]\(\s*<?{_REPOSITORY}>?\s*\)",
+            rf"`{name}\s+<{_REPOSITORY}>`__?",
+            rf"<a\s[^>]*href=[\"']{_REPOSITORY}[\"'][^>]*>\s*{name}\s*</a>",
+        )
+    )
 
 
 def _pattern_type(name: str, lexicon: Lexicon) -> NodeType | None:

@@ -175,3 +175,20 @@ def test_a_list_takes_the_kind_its_introducing_sentence_names(lexicon: Lexicon) 
     found = names(link_corpus(read({"brindle-README.md": CATALOGUE}), lexicon))
     assert found["Marrow4"] is NodeType.MODEL and found["Sablefox"] is NodeType.MODEL
     assert found.get("Quillon") is not NodeType.MODEL
+
+
+def test_a_name_linked_to_a_code_repository_is_a_project(lexicon: Lexicon) -> None:
+    # the text of a link to a repository's home is a software project whatever its name says;
+    # a link to a person's page is none, nor is a link into a repository's folders
+    corpus = {
+        "brindle-README.md": "# Brindle\n\nBrindle is an inference engine for local LLMs.\n\n"
+        "## Built with Brindle\n\n"
+        "- [Quorrel](https://github.com/acme/quorrel): answers from your own notes, offline.\n"
+        "- [Tessary](https://github.com/acme/brindle/tree/main/tessary): an example.\n\n"
+        "## Team\n\n"
+        "- **[Ada Byron](https://github.com/adab)**: maintainer of Brindle.\n"
+    }
+    found = names(link_corpus(read(corpus), lexicon))
+    assert found.get("Quorrel") == NodeType.TOOL, found
+    assert found.get("Tessary") != NodeType.TOOL, found
+    assert found.get("Ada Byron") != NodeType.TOOL, found
