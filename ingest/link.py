@@ -13,7 +13,10 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    hold it (`ingest.context`) unless the page says it is about another thing, else the one
    `document_subject` finds.
 3. **Claims**: the unit's subject relates to every other entity the unit names, typed by the
-   named thing and the words around it (`claim_relation`); the unit is the edge's evidence.
+   named thing and the words around it (`claim_relation`); the unit is the edge's evidence. A
+   sentence or clause of the unit that opens with a thing and a verb speaks of that thing
+   instead, within its own span, in a unit about nothing as a whole too ("部署：各有所长，
+   A 通过 B 也可部署，C 需要 D": A claims B, C claims D).
 4. **Advice**: a unit shaped "For <situation>: use <thing>" / "<情形>：用 <thing>" recommends
    the thing for that situation (`advice`): a Scenario or Persona node, or the hardware or
    platform the situation names.
@@ -21,6 +24,7 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -533,11 +537,13 @@ def _link_units(
                     evidence=[ev],
                 )
             )
-        if about is None:
-            continue
-        used.add(about)
         speakers = _sentence_subjects(unit.text, mentions)
         speakers += _clause_subjects(unit.text, mentions)
+        speakers += _clause_openers(unit.text, mentions)
+        if about is None and not speakers:
+            continue
+        if about is not None:
+            used.add(about)
         for mention in mentions:
             source = _speaker(speakers, mention.start) or about
             if mention.key == source:
@@ -709,6 +715,38 @@ def _sentence_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, in
             and first.start <= start + 1
             and first.key.split(":")[0] in _SUBJECT_PREFIXES
             and _PREDICATE.match(text[first.end :])
+        ):
+            found.append((start, end, first.key))
+    return found
+
+
+#: where a clause ends inside a sentence: Chinese commas, semicolons and colons, and a
+#: semicolon in either script (an English comma separates list items as often as clauses)
+_CLAUSE_END = re.compile(r"[，；;：]|(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+
+
+def _clause_openers(text: str, mentions: list[Mention]) -> list[tuple[int, int, str]]:
+    """(start, end, entity) of each clause that opens with a thing one uses and a verb, to the
+    clause's end: "…，PyTorch 通过 TorchServe 也可部署，JAX 需要…" speaks of PyTorch in its clause
+    only. A unit about nothing as a whole still claims inside such a clause.
+
+    >>> text = "部署：A 的生态最全，B 通过 C、D 也可部署，但稍逊；E 需要 F"
+    >>> found = [Mention(start=i, end=i + 1, surface=c, key=f"tool:{c}")
+    ...          for i, c in enumerate(text) if c in "ABCDEF"]
+    >>> _clause_openers(text, found)
+    [(3, 10, 'tool:A'), (11, 24, 'tool:B'), (29, 35, 'tool:E')]
+    """
+    found: list[tuple[int, int, str]] = []
+    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text)), len(text) + 1]
+    for start, end in itertools.pairwise(bounds):
+        end = max(start, end - 1) if end <= len(text) else len(text)
+        first = next((m for m in mentions if m.start >= start), None)
+        if (
+            first is not None
+            and first.end <= end
+            and not text[start : first.start].strip()
+            and first.key.split(":")[0] in _SUBJECT_PREFIXES
+            and _PREDICATE.match(text[first.end : end])
         ):
             found.append((start, end, first.key))
     return found

@@ -192,3 +192,22 @@ def test_a_name_linked_to_a_code_repository_is_a_project(lexicon: Lexicon) -> No
     assert found.get("Quorrel") == NodeType.TOOL, found
     assert found.get("Tessary") != NodeType.TOOL, found
     assert found.get("Ada Byron") != NodeType.TOOL, found
+
+
+def test_a_clause_that_opens_with_a_thing_and_a_verb_claims_inside_it(lexicon: Lexicon) -> None:
+    # the list item is about nothing as a whole (its lead is a topic, its first clause names
+    # nothing), but two of its clauses each open with an engine and a verb: each claims what
+    # its own clause names, and nothing of the other's
+    corpus = {
+        "deploy-notes.md": "# 部署笔记\n\n各家引擎的取舍如下。\n\n"
+        "- 端侧部署：各有所长，OpenVINO 在 NPU 上跑得最快，llama.cpp 支持 GGUF 格式，"
+        "但都要先转换模型。\n"
+    }
+    links = link_corpus(read(corpus), lexicon)
+    name = {e.id: e.name for e in links.extraction.entities}
+    claims = {
+        (name.get(r.source), r.relation, name.get(r.target)) for r in links.extraction.relations
+    }
+    assert ("OpenVINO", RelationType.RUNS_ON, "NPU") in claims, claims
+    assert ("llama.cpp", RelationType.SUPPORTS, "GGUF") in claims, claims
+    assert not {c for c in claims if (c[0], c[2]) in {("OpenVINO", "GGUF"), ("llama.cpp", "NPU")}}
