@@ -727,8 +727,8 @@ _CLAUSE_END = re.compile(r"[，；;：]|(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 
 def _clause_openers(text: str, mentions: list[Mention]) -> list[tuple[int, int, str]]:
     """(start, end, entity) of each clause that opens with a thing one uses and a verb, to the
-    clause's end: "…，PyTorch 通过 TorchServe 也可部署，JAX 需要…" speaks of PyTorch in its clause
-    only. A unit about nothing as a whole still claims inside such a clause.
+    clause's end: "…，OpenVINO 在 NPU 上跑得最快，llama.cpp 需要…" speaks of OpenVINO in its
+    clause only. A unit about nothing as a whole still claims inside such a clause.
 
     >>> text = "部署：A 的生态最全，B 通过 C、D 也可部署，但稍逊；E 需要 F"
     >>> found = [Mention(start=i, end=i + 1, surface=c, key=f"tool:{c}")
