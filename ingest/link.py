@@ -24,7 +24,6 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -707,17 +706,21 @@ def _sentence_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, in
     starts = [m.end() for m in _SENTENCE_END.finditer(text)]
     if not starts:
         return []
-    found: list[tuple[int, int, str]] = []
-    for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
-        first = next((m for m in mentions if m.start >= start), None)
-        if (
-            first is not None
-            and first.start <= start + 1
-            and first.key.split(":")[0] in _SUBJECT_PREFIXES
-            and _PREDICATE.match(text[first.end :])
-        ):
-            found.append((start, end, first.key))
-    return found
+    spans = zip(starts, [*starts[1:], len(text)], strict=True)
+    return [(start, end, key) for start, end in spans if (key := _opener(text, start, mentions))]
+
+
+def _opener(text: str, start: int, mentions: list[Mention]) -> str | None:
+    """The thing one uses that the text from `start` opens with, followed by a verb, if any."""
+    first = next((m for m in mentions if m.start >= start), None)
+    if (
+        first is not None
+        and not text[start : first.start].strip()
+        and first.key.split(":")[0] in _SUBJECT_PREFIXES
+        and _PREDICATE.match(text[first.end :])
+    ):
+        return first.key
+    return None
 
 
 #: where a clause ends inside a sentence: Chinese commas, semicolons and colons, and a
@@ -736,20 +739,9 @@ def _clause_openers(text: str, mentions: list[Mention]) -> list[tuple[int, int, 
     >>> _clause_openers(text, found)
     [(3, 10, 'tool:A'), (11, 24, 'tool:B'), (29, 35, 'tool:E')]
     """
-    found: list[tuple[int, int, str]] = []
-    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text)), len(text) + 1]
-    for start, end in itertools.pairwise(bounds):
-        end = max(start, end - 1) if end <= len(text) else len(text)
-        first = next((m for m in mentions if m.start >= start), None)
-        if (
-            first is not None
-            and first.end <= end
-            and not text[start : first.start].strip()
-            and first.key.split(":")[0] in _SUBJECT_PREFIXES
-            and _PREDICATE.match(text[first.end : end])
-        ):
-            found.append((start, end, first.key))
-    return found
+    ends = list(_CLAUSE_END.finditer(text))
+    spans = zip([0, *(m.end() for m in ends)], [*(m.start() for m in ends), len(text)], strict=True)
+    return [(start, end, key) for start, end in spans if (key := _opener(text, start, mentions))]
 
 
 _CLAUSE = re.compile(r"[^，,；;。：:]+")
