@@ -23,6 +23,8 @@ from ingest.patterns import (
     DEFAULT_CUE,
     DISCOURSE_LABEL,
     EXPORT_CUE,
+    MARK_NO,
+    MARK_YES,
     NEGATION,
     NOT_RECOMMENDED_NOTE,
     PAIRING_CUE,
@@ -155,9 +157,6 @@ def _table(found: DocumentEntities, block: Block) -> None:
 
 #: a column title that is a name ("Xinference", "FastChat", "Ray Serve"), not a measure
 _NAME_SHAPED = re.compile(r"^[A-Z][\w.+\-]*(?: [A-Z\d][\w.+\-]*){0,2}$")
-_MARK = re.compile(
-    rf"^\W*(?:✅|✔|✓|☑|❌|✗|✘|✖|⛔|{cues.alternatives('document.mark_word')})\W*$", re.I
-)
 _USERS = cues.pattern("document.users")
 _REASON = cues.pattern("document.reason")
 _LISTED = re.compile(rf"(?:[\s、,，/+]|{cues.alternatives('document.list_join', ('zh',))})*")
@@ -171,7 +170,9 @@ def _feature_matrix(block: Block) -> bool:
     True
     """
     cells = [c.strip() for row in block.rows[1:] for c in row[1:] if c.strip()]
-    return len(cells) >= 4 and sum(1 for c in cells if _MARK.match(c)) >= 0.6 * len(cells)
+    return len(cells) >= 4 and sum(
+        1 for c in cells if MARK_YES.match(c) or MARK_NO.match(c)
+    ) >= 0.6 * len(cells)
 
 
 def _comparison_table(

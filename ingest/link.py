@@ -52,7 +52,7 @@ from ingest.link_cache import (
     units_digest,
 )
 from ingest.names import NameMatcher, flex_pattern
-from ingest.patterns import LOCATION_AFFIX
+from ingest.patterns import LOCATION_AFFIX, MARK_NO, MARK_YES
 from ingest.resolve import is_person
 from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
@@ -536,6 +536,9 @@ def _link_units(
                     evidence=[ev],
                 )
             )
+        for thing, marked, feature in _marked_claims(unit, matcher, types):
+            relations.append(Relation(source=thing, relation=marked, target=feature, evidence=[ev]))
+            used.update((thing, feature))
         speakers = _sentence_subjects(unit.text, mentions)
         speakers += _clause_subjects(unit.text, mentions)
         speakers += _clause_openers(unit.text, mentions)
@@ -772,6 +775,52 @@ def _clause_subjects(text: str, mentions: list[Mention]) -> list[tuple[int, int,
         ):
             found.append((clause.start(), clause.end(), last.key))
     return found
+
+
+def _marked_claims(
+    unit: EvidenceUnit, matcher: NameMatcher, types: Mapping[str, NodeType]
+) -> list[tuple[str, RelationType, str]]:
+    """A feature matrix's row: where a column's title is a thing's name and the row's cell under
+    it only says yes (✅) or no (❌), that thing has, or has not, what the row's first cell
+    names (a CPU it runs on, an engine it works with, a method it trains with).
+
+    >>> types = {"e:heron": NodeType.TOOL, "e:egret": NodeType.TOOL, "h:cpu": NodeType.HARDWARE}
+    >>> matcher = NameMatcher([("Heron", "e:heron", False), ("Egret", "e:egret", False),
+    ...                        ("CPU", "h:cpu", False)])
+    >>> row = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="row",
+    ...     text="CPU | ✅ | ❌", cells=["CPU support", "✅", "❌"],
+    ...     header=["Feature", "Heron", "Egret"])
+    >>> [(s, r.value, t) for s, r, t in _marked_claims(row, matcher, types)]
+    [('e:heron', 'RUNS_ON', 'h:cpu'), ('e:egret', 'NOT_SUPPORTED', 'h:cpu')]
+    """
+    if unit.kind != UnitKind.ROW or len(unit.cells) < 2 or len(unit.header) < 2:
+        return []
+    first = unit.cells[0]
+    features = [
+        m for m in matcher.find(first) if types.get(m.key, NodeType.CRITERION) != NodeType.CRITERION
+    ]
+    claims: list[tuple[str, RelationType, str]] = []
+    for cell, title in zip(unit.cells[1:], unit.header[1:], strict=False):
+        said = MARK_NO.match(cell) is None
+        if said and MARK_YES.match(cell) is None:
+            continue
+        title = title.strip()
+        named = matcher.find(title)
+        if len(named) != 1 or (named[0].start, named[0].end) != (0, len(title)):
+            continue  # a column about something that is not one thing's name
+        thing = named[0].key
+        if thing not in types:
+            continue
+        for feature in features:
+            if feature.key == thing:
+                continue
+            relation = (
+                claim_relation(first, feature.start, feature.end, types[feature.key])
+                if said
+                else RelationType.NOT_SUPPORTED
+            )
+            claims.append((thing, relation, feature.key))
+    return claims
 
 
 def _speaker(speakers: list[tuple[int, int, str]], at: int) -> str | None:

@@ -18,6 +18,8 @@ __all__ = [
     "DISCOURSE_LABEL",
     "EXPORT_CUE",
     "LOCATION_AFFIX",
+    "MARK_NO",
+    "MARK_YES",
     "NEGATION",
     "NOT_RECOMMENDED_NOTE",
     "PAIRING_CUE",
@@ -90,3 +92,8 @@ def residual_text(text: str, spans: list[tuple[int, int]]) -> str:
         last = end
     kept.append(text[last:])
     return re.sub(r"[\s+/、,，()（）\-─→>:：。.]+", "", "".join(kept))
+
+
+#: a table cell that only says yes (✅), or no (❌): a feature matrix's cells
+MARK_YES = re.compile(rf"^\W*(?:✅|✔|✓|☑|{cues.alternatives('document.mark_yes')})\W*$", re.I)
+MARK_NO = re.compile(rf"^\W*(?:❌|✗|✘|✖|⛔|{cues.alternatives('document.mark_no')})\W*$", re.I)

@@ -211,3 +211,25 @@ def test_a_clause_that_opens_with_a_thing_and_a_verb_claims_inside_it(lexicon: L
     assert ("OpenVINO", RelationType.RUNS_ON, "NPU") in claims, claims
     assert ("llama.cpp", RelationType.SUPPORTS, "GGUF") in claims, claims
     assert not {c for c in claims if (c[0], c[2]) in {("OpenVINO", "GGUF"), ("llama.cpp", "NPU")}}
+
+
+def test_a_feature_matrix_row_claims_under_each_column_it_marks(lexicon: Lexicon) -> None:
+    # a docs page's table: the columns are named things, the rows what each has (✅) or lacks
+    # (❌); the rows' own text names only the feature, so each claim comes from a mark cell
+    corpus = {
+        "serving-matrix.md": "# Serving matrix\n\nWhat each engine offers.\n\n"
+        "| Feature | vLLM | OpenVINO |\n|---|---|---|\n"
+        "| Runs on the NPU | ❌ | ✅ |\n| GGUF weights | ✅ | ❌ |\n"
+        "| Long context | ✅ | ✅ |\n"
+    }
+    links = link_corpus(read(corpus), lexicon)
+    name = {e.id: e.name for e in links.extraction.entities}
+    claims = {
+        (name.get(r.source), r.relation, name.get(r.target)) for r in links.extraction.relations
+    }
+    assert ("OpenVINO", RelationType.RUNS_ON, "NPU") in claims, claims
+    assert ("vLLM", RelationType.NOT_SUPPORTED, "NPU") in claims, claims
+    assert ("vLLM", RelationType.SUPPORTS, "GGUF") in claims, claims
+    assert ("OpenVINO", RelationType.NOT_SUPPORTED, "GGUF") in claims, claims
+    # no claim between the two columns, and none from a row that names no thing
+    assert not {c for c in claims if {c[0], c[2]} == {"vLLM", "OpenVINO"}}, claims
