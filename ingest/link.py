@@ -179,6 +179,31 @@ class _Registry:
         return eid
 
 
+def _type_columns(registry: _Registry, found: list[tuple[Document, Discovered]]) -> None:
+    """The names one table header lists side by side are things of one kind: one nothing typed
+    takes the kind most of its typed siblings have ("| Feature | Heron | Egret |", Heron an
+    engine: Egret is one too)."""
+    headers = dict.fromkeys(tuple(item.unit.header) for _doc, item in found if item.how == "column")
+    for header in headers:
+        ids = {registry.by_name.get(normalize_name(cell.strip())) for cell in header[1:]} - {None}
+        types = [registry.entities[e].type for e in ids if e is not None]
+        types += [
+            entry.type
+            for cell in header[1:]
+            if normalize_name(cell.strip()) not in registry.by_name
+            and (entry := registry.lexicon.lookup(cell.strip())) is not None
+        ]
+        kinds = Counter(t for t in types if t != NodeType.CONCEPT)
+        if not kinds:
+            continue
+        (kind, count), total = kinds.most_common(1)[0], sum(kinds.values())
+        if 2 * count <= total:
+            continue  # the typed siblings do not agree on a kind
+        for eid in sorted(e for e in ids if e is not None):
+            if registry.entities[eid].type == NodeType.CONCEPT:
+                registry.entities[eid].type = kind
+
+
 def _unversioned(name: str) -> str:
     """A name without a trailing version: `Keras 3` -> `Keras`, `XTuner V1` -> `XTuner`.
 
@@ -277,6 +302,7 @@ def link_corpus(
         ):
             continue
         registry.add(item.name, typed, item.aliases, _evidence(doc, item.unit))
+    _type_columns(registry, found)
     for eid in project_ids:  # a project nothing typed is a tool, as a README's subject is
         if registry.entities[eid].type == NodeType.CONCEPT:
             registry.entities[eid].type = type_from_name(registry.entities[eid].name) or (

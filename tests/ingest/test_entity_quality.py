@@ -233,3 +233,15 @@ def test_a_feature_matrix_row_claims_under_each_column_it_marks(lexicon: Lexicon
     assert ("OpenVINO", RelationType.NOT_SUPPORTED, "GGUF") in claims, claims
     # no claim between the two columns, and none from a row that names no thing
     assert not {c for c in claims if {c[0], c[2]} == {"vLLM", "OpenVINO"}}, claims
+
+
+def test_a_name_in_a_table_header_takes_its_typed_siblings_kind(lexicon: Lexicon) -> None:
+    # the header lists the things the table compares: two engines the lexicon knows and two
+    # names nothing else types, which are engines too
+    corpus = {
+        "engines.md": "# Engines\n\nHow the servers compare.\n\n"
+        "| Feature | vLLM | Quorrel | llama.cpp | Vantorix |\n|---|---|---|---|---|\n"
+        "| GGUF weights | ❌ | ✅ | ✅ | ❌ |\n| Paged attention | ✅ | ✅ | ❌ | ✅ |\n"
+    }
+    found = {e.name: e.type for e in link_corpus(read(corpus), lexicon).extraction.entities}
+    assert found.get("Quorrel") == found.get("Vantorix") == found["vLLM"], found
