@@ -18,6 +18,7 @@ from qa.read.shapes import text_width
 from qa.schema import Language
 
 __all__ = [
+    "LINE_CHOICES",
     "MODES",
     "NONE",
     "candidate_label",
@@ -104,6 +105,10 @@ _LABELS = {
         "question": "问题：",
     },
 }
+#: the line reader answers with one of the lines retrieval ranks first, having read them all:
+#: free to answer with any of eight, the 0.5B model chose a line naming the right answer less
+#: often than retrieval's first line is one (README, "The reader's line")
+LINE_CHOICES = 2
 #: widest text of one evidence line (a Chinese character counts two; a 0.5B model reads ~130
 #: tokens/s on two cores, and a Chinese character is about a token)
 EVIDENCE_WIDTH = 160
@@ -226,7 +231,7 @@ def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:
     order makes the model find the evidence before it commits to a name, and the name before it
     writes. `cited`: the same without the sentence. `pick`: the pick alone, a string.
     `evidence`: the numbers alone (every token the grammar forces still costs a decoding step).
-    `line`: the number of the one line that answers.
+    `line`: the number of the line that answers, one of the first `LINE_CHOICES`.
 
     >>> r = Reading(question="q", language=Language.EN, choose=True, evidence=[],
     ...             candidates=[Candidate(name="A")])
@@ -236,7 +241,7 @@ def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:
     >>> reader_schema(r, "pick")
     {'type': 'string', 'enum': ['A', 'none']}
     >>> u = EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=UnitKind.SENTENCE, text="x")
-    >>> reader_schema(r.model_copy(update={"evidence": [u, u]}), "line")
+    >>> reader_schema(r.model_copy(update={"evidence": [u, u, u]}), "line")
     {'type': 'integer', 'enum': [1, 2]}
     """
     numbers = list(range(1, len(reading.evidence) + 1))
@@ -247,7 +252,7 @@ def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:
     }
     names = list(dict.fromkeys(c.name for c in reading.candidates))
     if mode == "line":  # one line's number (a reading without evidence has none to give)
-        return {"type": "integer", "enum": numbers or [0]}
+        return {"type": "integer", "enum": numbers[:LINE_CHOICES] or [0]}
     if mode == "pick":
         return {"type": "string", "enum": [*names, NONE]}
     if mode == "evidence":

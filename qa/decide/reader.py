@@ -133,8 +133,9 @@ class Reader:
         return first.model_copy(update={**both, "pick": proposed or first.pick, "unsure": True})
 
     def _read_line(self, reading: Reading) -> Verdict:
-        """The line reader: which numbered line answers the question (the candidates are not
-        shown), then which of the names that line's text gives is the answer, asked as a second
+        """The line reader: which numbered line answers the question, one of the first
+        `LINE_CHOICES` retrieval ranks (all are shown, the candidates are not), then which of
+        the names that line's text gives is the answer, asked as a second
         turn of the same chat (its prompt extends the first's, which a server keeps cached). A
         line that gives one name has its answer without the second turn, and so has a line that
         names the graph's first pick (★) among others: the line the reader found and the graph's

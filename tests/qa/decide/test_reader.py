@@ -22,7 +22,7 @@ from qa.api import Assistant
 from qa.config import LLMSettings
 from qa.decide import Candidate, Reader, Reading, Verdict, draft_from_verdict
 from qa.decide.candidates import names_unit
-from qa.decide.prompts import NONE, reader_messages, reader_schema
+from qa.decide.prompts import LINE_CHOICES, NONE, reader_messages, reader_schema
 from qa.llm.answerer import make_llm, stream_answer_field
 from qa.llm.client import ChatModel
 from qa.llm.serve import ServerHandle
@@ -314,8 +314,11 @@ def test_the_line_reader_names_what_the_line_it_read_gives(
     chat = _Lines(line)
     verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
     (first, first_schema), (second, second_schema) = chat.sent
-    # the first turn shows no candidates and asks for a line; the second extends it
-    assert first_schema == {"type": "integer", "enum": list(range(1, len(reading.evidence) + 1))}
+    # the first turn shows every line and no candidates, and asks for one of the lines
+    # retrieval ranks first; the second extends it
+    assert len(reading.evidence) > LINE_CHOICES
+    assert first_schema == {"type": "integer", "enum": list(range(1, LINE_CHOICES + 1))}
+    assert all(f"[{n}] " in first[-1]["content"] for n in range(1, len(reading.evidence) + 1))
     assert not any(c.name + " [" in first[-1]["content"] for c in reading.candidates)
     assert second[: len(first)] == first and second[len(first)]["content"] == str(line)
     named = [c.name for c in _said(reading, line)]
