@@ -107,7 +107,7 @@ _LABELS = {
 }
 #: the line reader answers with one of the lines retrieval ranks first, having read them all:
 #: free to answer with any of eight, the 0.5B model chose a line naming the right answer less
-#: often than retrieval's first line is one (README, "The reader's line")
+#: often than retrieval's first line is one (README, "Reader modes")
 LINE_CHOICES = 2
 #: widest text of one evidence line (a Chinese character counts two; a 0.5B model reads ~130
 #: tokens/s on two cores, and a Chinese character is about a token)
