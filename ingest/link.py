@@ -185,12 +185,13 @@ def _type_columns(registry: _Registry, found: list[tuple[Document, Discovered]])
     engine: Egret is one too)."""
     headers = dict.fromkeys(tuple(item.unit.header) for _doc, item in found if item.how == "column")
     for header in headers:
-        ids = {registry.by_name.get(normalize_name(cell.strip())) for cell in header[1:]} - {None}
-        types = [registry.entities[e].type for e in ids if e is not None]
+        keys = [normalize_name(cell.strip()) for cell in header[1:]]
+        ids = {registry.by_name[k] for k in keys if k in registry.by_name}
+        types = [registry.entities[e].type for e in ids]
         types += [
             entry.type
-            for cell in header[1:]
-            if normalize_name(cell.strip()) not in registry.by_name
+            for cell, key in zip(header[1:], keys, strict=True)
+            if key not in registry.by_name
             and (entry := registry.lexicon.lookup(cell.strip())) is not None
         ]
         kinds = Counter(t for t in types if t != NodeType.CONCEPT)
@@ -199,7 +200,7 @@ def _type_columns(registry: _Registry, found: list[tuple[Document, Discovered]])
         (kind, count), total = kinds.most_common(1)[0], sum(kinds.values())
         if 2 * count <= total:
             continue  # the typed siblings do not agree on a kind
-        for eid in sorted(e for e in ids if e is not None):
+        for eid in sorted(ids):
             if registry.entities[eid].type == NodeType.CONCEPT:
                 registry.entities[eid].type = kind
 

@@ -194,6 +194,14 @@ def test_a_name_linked_to_a_code_repository_is_a_project(lexicon: Lexicon) -> No
     assert found.get("Ada Byron") != NodeType.TOOL, found
 
 
+def named_claims(links: CorpusLinks) -> set[tuple[str | None, RelationType, str | None]]:
+    """The linked corpus's claims as (source name, relation, target name)."""
+    name = {e.id: e.name for e in links.extraction.entities}
+    return {
+        (name.get(r.source), r.relation, name.get(r.target)) for r in links.extraction.relations
+    }
+
+
 def test_a_clause_that_opens_with_a_thing_and_a_verb_claims_inside_it(lexicon: Lexicon) -> None:
     # the list item is about nothing as a whole (its lead is a topic, its first clause names
     # nothing), but two of its clauses each open with an engine and a verb: each claims what
@@ -203,11 +211,7 @@ def test_a_clause_that_opens_with_a_thing_and_a_verb_claims_inside_it(lexicon: L
         "- 端侧部署：各有所长，OpenVINO 在 NPU 上跑得最快，llama.cpp 支持 GGUF 格式，"
         "但都要先转换模型。\n"
     }
-    links = link_corpus(read(corpus), lexicon)
-    name = {e.id: e.name for e in links.extraction.entities}
-    claims = {
-        (name.get(r.source), r.relation, name.get(r.target)) for r in links.extraction.relations
-    }
+    claims = named_claims(link_corpus(read(corpus), lexicon))
     assert ("OpenVINO", RelationType.RUNS_ON, "NPU") in claims, claims
     assert ("llama.cpp", RelationType.SUPPORTS, "GGUF") in claims, claims
     assert not {c for c in claims if (c[0], c[2]) in {("OpenVINO", "GGUF"), ("llama.cpp", "NPU")}}
@@ -222,11 +226,7 @@ def test_a_feature_matrix_row_claims_under_each_column_it_marks(lexicon: Lexicon
         "| Runs on the NPU | ❌ | ✅ |\n| GGUF weights | ✅ | ❌ |\n"
         "| Long context | ✅ | ✅ |\n"
     }
-    links = link_corpus(read(corpus), lexicon)
-    name = {e.id: e.name for e in links.extraction.entities}
-    claims = {
-        (name.get(r.source), r.relation, name.get(r.target)) for r in links.extraction.relations
-    }
+    claims = named_claims(link_corpus(read(corpus), lexicon))
     assert ("OpenVINO", RelationType.RUNS_ON, "NPU") in claims, claims
     assert ("vLLM", RelationType.NOT_SUPPORTED, "NPU") in claims, claims
     assert ("vLLM", RelationType.SUPPORTS, "GGUF") in claims, claims
