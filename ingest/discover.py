@@ -568,10 +568,11 @@ def discover_names(
                 found.append(Discovered(lead, unit, [], typed, "lead"))
         if unit.kind == UnitKind.HEADING and len(unit.text.split()) <= 4:
             head = name_prefix(unit.text, lexicon, plain_words)
+            head = head if head is None else _unmodified(head, lexicon)
             if head is not None and name_ok(head) and NAME_TOKEN.search(head):
                 found.append(Discovered(head, unit, [], type_from_name(head), "heading"))
         for m in NAME_TOKEN.finditer(unit.text):
-            token = m.group(0).rstrip(".-")
+            token = _unmodified(m.group(0).rstrip(".-"), lexicon)
             if re.fullmatch(r"[A-Z]{2,}s", token):
                 continue  # "GPUs", "LLMs": a plural, not a name
             if looks_like_entity(token) and token.lower() not in plain_words:
@@ -651,6 +652,20 @@ _DEFINED_AS = re.compile(
     rf"\s*(?:[（(][^）)]*[）)])?\s*{cues.alternatives('document.copula')}\s*(.*)"
 )
 _ENGLISH_SUFFIX = re.compile(cues.alternatives("names.word_suffix") + "$")
+_MODIFIER = re.compile(rf"(?<=[A-Za-z0-9])-{cues.alternatives('names.name_modifier')}$", re.I)
+
+
+def _unmodified(name: str, lexicon: Lexicon) -> str:
+    """The name an adjective is made of: `Heron-style` -> `Heron`, `vLLM-based` -> `vLLM`; a
+    name the lexicon knows as written stays (`OpenAI-compatible`).
+
+    >>> lexicon = Lexicon.default()
+    >>> [_unmodified(n, lexicon) for n in ["LoRA-like", "Heron-based", "OpenAI-compatible"]]
+    ['LoRA', 'Heron', 'OpenAI-compatible']
+    """
+    if lexicon.lookup(name) is not None:
+        return name
+    return _MODIFIER.sub("", name)
 
 
 def common_word(word: str, plain_words: AbstractSet[str]) -> bool:

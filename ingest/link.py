@@ -205,6 +205,29 @@ def _type_columns(registry: _Registry, found: list[tuple[Document, Discovered]])
                 registry.entities[eid].type = kind
 
 
+#: a name and a version or stage number: `Qwen3`, `ZeRO2`, `FlashAttention-2`, `ExLlama v2`
+_VERSIONED = re.compile(r"^(.*?[A-Za-z])[\s\-_]?[vV]?\d+(?:\.\d+)*$")
+
+
+def _type_versions(registry: _Registry) -> None:
+    """A version or a stage of a thing is a thing of its kind: one nothing typed whose name is
+    a typed name and a number (`ZeRO2` beside the parallel strategy ZeRO) takes that kind."""
+    for entity in registry.entities.values():
+        version = _VERSIONED.match(entity.name)
+        if entity.type != NodeType.CONCEPT or version is None:
+            continue
+        head = version.group(1)
+        known = registry.by_name.get(normalize_name(head))
+        entry = registry.lexicon.lookup(head)
+        kind = (
+            registry.entities[known].type
+            if known is not None
+            else (entry.type if entry is not None else NodeType.CONCEPT)
+        )
+        if kind != NodeType.CONCEPT:
+            entity.type = kind
+
+
 def _unversioned(name: str) -> str:
     """A name without a trailing version: `Keras 3` -> `Keras`, `XTuner V1` -> `XTuner`.
 
@@ -304,6 +327,7 @@ def link_corpus(
             continue
         registry.add(item.name, typed, item.aliases, _evidence(doc, item.unit))
     _type_columns(registry, found)
+    _type_versions(registry)
     for eid in project_ids:  # a project nothing typed is a tool, as a README's subject is
         if registry.entities[eid].type == NodeType.CONCEPT:
             registry.entities[eid].type = type_from_name(registry.entities[eid].name) or (
@@ -702,7 +726,7 @@ def _editions(
     for eid, entity in entities.items():
         if eid in subjects or lexicon.lookup(entity.name) is not None:
             continue
-        version = re.match(r"^(.*?[A-Za-z])[\s\-_]?[vV]?\d+(?:\.\d+)*$", entity.name)
+        version = _VERSIONED.match(entity.name)
         head = heads.get(normalize_name(version.group(1))) if version else None
         if head is None:
             words = entity.name.split()

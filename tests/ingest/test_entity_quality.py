@@ -245,3 +245,27 @@ def test_a_name_in_a_table_header_takes_its_typed_siblings_kind(lexicon: Lexicon
     }
     found = {e.name: e.type for e in link_corpus(read(corpus), lexicon).extraction.entities}
     assert found.get("Quorrel") == found.get("Vantorix") == found["vLLM"], found
+
+
+def test_a_stage_of_a_typed_thing_is_a_thing_of_its_kind(lexicon: Lexicon) -> None:
+    # "ZeRO" is a parallel strategy the lexicon knows; its stages, named only here, are too
+    corpus = {
+        "sharding.md": "# Sharding\n\nDeepSpeed supports ZeRO2 and ZeRO3, two stages of ZeRO.\n\n"
+        "ZeRO2 shards the optimizer states and the gradients. ZeRO3 shards the parameters "
+        "as well. Use ZeRO3 when the model does not fit with ZeRO2.\n"
+    }
+    found = {e.name: e.type for e in link_corpus(read(corpus), lexicon).extraction.entities}
+    assert found.get("ZeRO2") == found.get("ZeRO3") == NodeType.PARALLEL_STRATEGY, found
+
+
+def test_an_adjective_made_of_a_name_names_the_thing(lexicon: Lexicon) -> None:
+    # "LoRA-like adapters", "TarnLLM-compatible clients": LoRA and TarnLLM, no new things
+    corpus = {
+        "tarnllm-README.md": "# TarnLLM\n\nTarnLLM is an inference engine for Rust.\n\n"
+        "## LoRA-like adapters\n\nLoRA-like adapters train fewer weights than full tuning.\n\n"
+        "## Clients\n\nTarnLLM-compatible clients run on Linux. TarnLLM-compatible clients "
+        "need no GPU. Write TarnLLM-compatible clients in Python.\n"
+    }
+    found = {e.name for e in link_corpus(read(corpus), lexicon).extraction.entities}
+    assert {"LoRA", "TarnLLM"} <= found, found
+    assert not {n for n in found if n.endswith(("-like", "-compatible"))}, found
