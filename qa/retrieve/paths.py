@@ -174,6 +174,21 @@ class Retriever:
                     grams |= cjk_bigrams(surface)
         return grams
 
+    @cached_property
+    def _facet_index(self) -> tuple[dict[str, set[str]], list[str]]:
+        """Which situations each facet belongs to, and the situations that are scales ("8–64
+        卡"): a question is scored against the situations it shares a facet with, no others."""
+        index: dict[str, set[str]] = {}
+        scales = []
+        for node, entries in self._facets.items():
+            if _RANGE.search(self.graph.entity(node).name):
+                scales.append(node)
+                continue
+            for keys, grams in entries:
+                for facet in keys | grams:
+                    index.setdefault(facet, set()).add(node)
+        return index, scales
+
     def situation_scores(self, question: Question) -> dict[str, float]:
         """Situations the question matches, scored 0..1.
 
@@ -186,19 +201,15 @@ class Retriever:
         grams = cjk_bigrams(question.text) or self._term_grams(question.terms)
         weights = self._facet_weights
         gpus = gpu_count(question.text)
-        scores: dict[str, float] = {}
-        for node, entries in self._facets.items():
-            if node in named:
-                scores[node] = 1.0
-                continue
-            name = self.graph.entity(node).name
-            if _RANGE.search(name):
-                # a scale ("8–64 卡") matches a stated GPU count, never the mere word "GPU"
-                if gpus is not None and in_scale(gpus, name):
-                    scores[node] = 1.0
-                continue
+        index, scales = self._facet_index
+        scores: dict[str, float] = {node: 1.0 for node in named if node in self._facets}
+        if gpus is not None:
+            # a scale matches a stated GPU count, never the mere word "GPU"
+            scores |= {n: 1.0 for n in scales if in_scale(gpus, self.graph.entity(n).name)}
+        sharing = set().union(*(index.get(facet, set()) for facet in keys | grams))
+        for node in sorted(sharing - named):
             whole, best_part = 0.0, 0.0
-            for index, (facet_keys, facet_grams) in enumerate(entries):
+            for at, (facet_keys, facet_grams) in enumerate(self._facets[node]):
                 parts = []
                 for facets, have in ((facet_keys, keys), (facet_grams, grams)):
                     if not facets:
@@ -211,7 +222,7 @@ class Retriever:
                     matched = sum(weights.get(f, 1.0) for f in common)
                     parts.append((matched / total) * min(1.0, matched / _ENOUGH_INFORMATION))
                 part_score = sum(parts) / len(parts) if parts else 0.0
-                if index == 0:
+                if at == 0:
                     whole = part_score
                 else:
                     best_part = max(best_part, part_score)
@@ -219,7 +230,7 @@ class Retriever:
             score = max(whole, 0.5 * whole + 0.5 * best_part)
             if score >= _SEED_THRESHOLD:
                 scores[node] = round(score, 4)
-        return self._prefer_specific(scores)
+        return self._prefer_specific({n: scores[n] for n in self._facets if n in scores})
 
     def _prefer_specific(self, scores: dict[str, float]) -> dict[str, float]:
         """A refinement ("实验追踪（本地）") matched at least as well halves its parent."""
@@ -292,10 +303,11 @@ class Retriever:
             return {}
         restart /= restart.sum()
         rank = restart.copy()
-        safe_degree = np.where(degree > 0, degree, 1.0)
+        out_degree = np.where(degree > 0, degree, 1.0)[src]
+        dangles = degree == 0
         for _ in range(rounds):
-            spread = np.bincount(dst, weights=rank[src] / safe_degree[src], minlength=len(nodes))
-            dangling = rank[degree == 0].sum()
+            spread = np.bincount(dst, weights=rank[src] / out_degree, minlength=len(nodes))
+            dangling = rank[dangles].sum()
             rank = (1 - alpha) * restart + alpha * (spread + dangling * restart)
         return {nodes[i]: float(rank[i]) for i in np.nonzero(rank)[0]}
 
