@@ -8,10 +8,11 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    (`ingest.discover`), merged by normalised name; a name that only ever appeared as a bare
    token and that nothing types is dropped (a version string is not a thing).
 2. **Subjects**: a unit is about the entity it leads with ("**NNCF** - …", "ExLlamaV2 now
-   supports …"), else the entity its lead-in sentence or table row names, else its section's
-   (a heading that names something), else the document's subject: the project whose docs
-   hold it (`ingest.context`) unless the page says it is about another thing, else the one
-   `document_subject` finds.
+   supports …", "For example, QLoRA is …"), else the entity its lead-in sentence or table row
+   names, else its section's (a heading that names something), else the document's subject:
+   the project whose docs hold it (`ingest.context`) unless the page says it is about another
+   thing, else the one `document_subject` finds. A sentence that opens by pointing back
+   ("This method …", "该方法…") is about what the sentence before it in its paragraph was.
 3. **Claims**: the unit's subject relates to every other entity the unit names, typed by the
    named thing and the words around it (`claim_relation`); the unit is the edge's evidence. A
    sentence or clause of the unit that opens with a thing and a verb speaks of that thing
@@ -85,6 +86,11 @@ _PREDICATE = re.compile(
     rf"\s*(?:[（(][^）)]{{0,40}}[）)])?\s*(?:{cues.alternatives('document.predicate_qualifier')} "
     rf"[\w.+\-]+ )?(?:{cues.alternatives('document.predicate')}|[:：])"
 )
+#: a sentence's opening phrase before the thing it speaks of ("For example, X is …", "例如，X 是…")
+_OPENING = rf"(?:{cues.alternatives('document.opener')}\s*[,，、]?\s*)"
+_OPENER = re.compile(rf"^\s*{_OPENING}$", re.I)
+#: "This method …", "该方法…": a sentence about the thing the sentence before it named
+_ANAPHOR = re.compile(rf"^\s*{_OPENING}?{cues.alternatives('document.anaphor')}", re.I)
 #: What a lead term or a heading can make a unit about: things one uses, not a platform, a
 #: piece of hardware, a criterion or a concept ("Hardware: …", "## macOS, Linux, WSL",
 #: "**Unified memory**: …" describe the document's subject).
@@ -567,8 +573,8 @@ def _link_units(
         about = _unit_subject(unit, mentions, matcher, heading_subjects, doc_subject)
         if "\n\n" in doc.text[last_end : unit.start].replace("\r", ""):
             previous = None  # a sentence speaks of the one before it in its paragraph only
-        if unit.kind == UnitKind.SENTENCE and about is None:
-            about = previous
+        if unit.kind == UnitKind.SENTENCE and (about is None or _ANAPHOR.match(unit.text)):
+            about = previous or about
         previous = about if unit.kind == UnitKind.SENTENCE else previous
         last_end = max(last_end, unit.end)
         about_all.append(about)
@@ -898,7 +904,7 @@ def _unit_subject(
             and lead[0].key.split(":")[0] in _SUBJECT_PREFIXES
         ):
             return lead[0].key
-    if mentions and mentions[0].start <= 1:
+    if mentions and (mentions[0].start <= 1 or _OPENER.match(unit.text[: mentions[0].start])):
         first = mentions[0]
         if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or (
             # "Windows is not supported" in a README is about the README's project

@@ -541,3 +541,21 @@ def test_a_sentence_without_a_subject_takes_the_one_before_it_in_its_paragraph_o
         r.source == "inference-engine:tensorrt" and "deepmind" in r.target
         for r in links.extraction.relations
     )
+
+
+def test_an_opening_phrase_and_a_pointing_back_sentence_keep_the_subject(lexicon: Lexicon) -> None:
+    # the section is about memory, but "For instance, DeepSpeed is …" speaks of DeepSpeed,
+    # and "This library …" after it too; a new paragraph is the section's again
+    notes = (
+        "# Notes\n\n## Memory\n\n"
+        "Optimizer states fill the memory of large runs. For instance, DeepSpeed is a "
+        "library that shards them. This library runs on NVIDIA GPUs.\n\n"
+        "This library has a pure Python fallback.\n\n"
+        "## 部署\n\n例如，TensorRT 是一个推理引擎。该引擎需要 CUDA。\n"
+    )
+    links = link_corpus(read({"notes.md": notes}), lexicon)
+    deepspeed = "library:deepspeed"
+    assert subject_of(links, "notes.md", "This library runs on NVIDIA GPUs.") == deepspeed
+    assert (deepspeed, "RUNS_ON", "hardware:nvidia-gpu") in triples(links)
+    assert subject_of(links, "notes.md", "This library has a pure Python fallback.") != deepspeed
+    assert subject_of(links, "notes.md", "该引擎需要 CUDA。") == "inference-engine:tensorrt"
