@@ -243,7 +243,7 @@ def test_a_name_in_a_table_header_takes_its_typed_siblings_kind(lexicon: Lexicon
         "| Feature | vLLM | Quorrel | llama.cpp | Vantorix |\n|---|---|---|---|---|\n"
         "| GGUF weights | ❌ | ✅ | ✅ | ❌ |\n| Paged attention | ✅ | ✅ | ❌ | ✅ |\n"
     }
-    found = {e.name: e.type for e in link_corpus(read(corpus), lexicon).extraction.entities}
+    found = names(link_corpus(read(corpus), lexicon))
     assert found.get("Quorrel") == found.get("Vantorix") == found["vLLM"], found
 
 
@@ -254,7 +254,7 @@ def test_a_stage_of_a_typed_thing_is_a_thing_of_its_kind(lexicon: Lexicon) -> No
         "ZeRO2 shards the optimizer states and the gradients. ZeRO3 shards the parameters "
         "as well. Use ZeRO3 when the model does not fit with ZeRO2.\n"
     }
-    found = {e.name: e.type for e in link_corpus(read(corpus), lexicon).extraction.entities}
+    found = names(link_corpus(read(corpus), lexicon))
     assert found.get("ZeRO2") == found.get("ZeRO3") == NodeType.PARALLEL_STRATEGY, found
 
 
@@ -266,6 +266,6 @@ def test_an_adjective_made_of_a_name_names_the_thing(lexicon: Lexicon) -> None:
         "## Clients\n\nTarnLLM-compatible clients run on Linux. TarnLLM-compatible clients "
         "need no GPU. Write TarnLLM-compatible clients in Python.\n"
     }
-    found = {e.name for e in link_corpus(read(corpus), lexicon).extraction.entities}
+    found = set(names(link_corpus(read(corpus), lexicon)))
     assert {"LoRA", "TarnLLM"} <= found, found
     assert not {n for n in found if n.endswith(("-like", "-compatible"))}, found
