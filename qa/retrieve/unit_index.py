@@ -58,6 +58,24 @@ _DEFINES = re.compile(
 )
 
 
+#: a sentence that opens by pointing back at the one before it (`UnitIndex.point`)
+_POINTS_BACK = re.compile(rf"^\W*{cues.alternatives('document.points_back')}", re.I)
+#: the longest sentence a point brings beside its own (`UnitIndex.point`)
+_WINDOW_CHARS = 200
+#: what may lie between two sentences of one paragraph: space, a line break, a little markup
+_PARAGRAPH_GAP = 12
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _space(following: str) -> str:
+    """What joins a sentence to the text before it: nothing before Chinese, else a space.
+
+    >>> _space("它支持…"), _space("It runs.")
+    ('', ' ')
+    """
+    return "" if re.match(r"[\u4e00-\u9fff]", following) else " "
+
+
 class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
     """The graph's edges by where their evidence starts, (document, start) -> one-edge path
     edges citing that evidence: the evidence is indexed when the store opens, the edges are
@@ -267,16 +285,20 @@ class UnitIndex:
     def point(self, unit: EvidenceUnit, prefer: str | None = None) -> DraftPoint:
         """A unit as an answer point with the edges it is evidence of (the subject's first). A
         sentence that ends in ":" brings what it introduces ("run the command: `opt_in_out
-        --opt_out`"; "环境要求:" its short list, every item), a question its answer, as one
-        verbatim span."""
-        edges = self._edges.get((unit.doc, unit.start), [])
-        edges = [e for e in edges if e.evidence[0].end == unit.end] or edges
+        --opt_out`"; "环境要求:" its short list, every item), a question its answer, any other
+        sentence the next one of its paragraph (and one that points back the one before it), as
+        one verbatim span; the unit's own edges come first, then those of what it brings."""
+        edges = self._own_edges(unit)
         if not edges and unit.kind == UnitKind.ROW:
             # a row's edges cite its cells ("QLoRA | 7.4 GiB": QLoRA's peak memory)
             edges = self._edges.within(unit.doc, unit.start, unit.end)
-        ordered = sorted(
-            edges, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation))
-        )
+
+        def preferred(found: list[PathEdge]) -> list[PathEdge]:
+            return sorted(
+                found, key=lambda e: (e.source != prefer and e.target != prefer, str(e.relation))
+            )
+
+        ordered = preferred(edges)
         end, text = unit.end, unit.text
         following = self._next_unit(unit)
         introduces = (
@@ -293,8 +315,9 @@ class UnitIndex:
             and following.kind == UnitKind.SENTENCE
             and following.start - unit.end < 4
         )
+        start = unit.start
         if following is not None and (introduces or asks) and len(following.text) <= 200:
-            space = "" if re.match(r"[\u4e00-\u9fff]", following.text) else " "
+            space = _space(following.text)
             end, text = following.end, f"{unit.text}{space}{following.text}"
             items = [following]
             while introduces and len(items) < 8:
@@ -311,11 +334,34 @@ class UnitIndex:
             if len(items) > 1:
                 end = items[-1].end
                 text = f"{unit.text}{space}{'; '.join(i.text for i in items)}"
+        elif unit.kind == UnitKind.SENTENCE:
+            # a sentence reads with its paragraph's next one (what it goes on to say: a
+            # reason, a condition, a contrast; not one that introduces what follows it), and
+            # one that points back ("This allows it to …", "该方法…") with the one before it,
+            # which it does not read without: a point the one before would also make (each
+            # within the width a window brings), so the two are one point where both are shown
+            before = self._previous_unit(unit)
+            if (
+                before is not None
+                and _POINTS_BACK.match(unit.text)
+                and self._same_paragraph(before, unit)
+                and max(len(before.text), len(unit.text)) <= _WINDOW_CHARS
+            ):
+                start, text = before.start, f"{before.text}{_space(text)}{text}"
+                ordered += preferred(self._own_edges(before))
+            if (
+                following is not None
+                and self._same_paragraph(unit, following)
+                and len(following.text) <= _WINDOW_CHARS
+                and not following.text.endswith((":", "："))
+            ):
+                end, text = following.end, f"{text}{_space(following.text)}{following.text}"
+                ordered += preferred(self._own_edges(following))
         return DraftPoint(
             doc=unit.doc,
-            start=unit.start,
+            start=start,
             end=end,
-            quote=self.documents[unit.doc][unit.start : end],
+            quote=self.documents[unit.doc][start:end],
             text=text,
             context=" | ".join(unit.header) if unit.kind == UnitKind.ROW else unit.context,
             heading=unit.heading_path[-1] if unit.heading_path else "",
@@ -415,10 +461,31 @@ class UnitIndex:
             }
         )
 
+    def _own_edges(self, unit: EvidenceUnit) -> list[PathEdge]:
+        """The edges a unit is evidence of, those citing the whole unit where there are any."""
+        edges = self._edges.get((unit.doc, unit.start), [])
+        return [e for e in edges if e.evidence[0].end == unit.end] or edges
+
     def _next_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
         units = self._doc_units.get(unit.doc, [])
         index = self._unit_index.get(unit.id)
         return units[index + 1] if index is not None and index + 1 < len(units) else None
+
+    def _previous_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
+        units = self._doc_units.get(unit.doc, [])
+        index = self._unit_index.get(unit.id)
+        return units[index - 1] if index else None
+
+    def _same_paragraph(self, first: EvidenceUnit, second: EvidenceUnit) -> bool:
+        """Whether two units are sentences of one paragraph, `first` just before `second`: one
+        section and lead-in, nothing but a little space or markup between them (no blank
+        line, no block)."""
+        if first.doc != second.doc or not first.kind == second.kind == UnitKind.SENTENCE:
+            return False
+        if (first.heading_path, first.context) != (second.heading_path, second.context):
+            return False
+        gap = self.documents[first.doc][first.end : second.start]
+        return 0 <= len(gap) <= _PARAGRAPH_GAP and not _BLANK_LINE.search(gap)
 
     def definition(self, entity: str) -> EvidenceUnit | None:
         """The unit that says what an entity is: it starts with the entity's name and defines it

@@ -532,3 +532,44 @@ def test_a_short_definition_comes_with_the_rest_of_its_paragraph(
     )
     assert [r.name for r in answer.recommendations][:1] == ["Lark"], answer.answer
     assert "No GPU required" in answer.answer.split("\n\n")[0], answer.answer
+
+
+MARLOW = """# Marlow
+
+Marlow is an inference server for transformer models.
+
+## Memory
+
+Marlow pages the key-value cache in blocks of sixteen tokens. This keeps fragmentation
+under four percent on long prompts.
+
+Marlow also offloads idle layers to host memory.
+
+## 显存
+
+Marlow 把键值缓存按块分页管理。该方法让长提示下的碎片率低于百分之四。
+"""
+
+
+def test_a_point_reads_with_its_paragraphs_next_sentence_and_the_one_it_points_back_to(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A sentence is shown with the next sentence of its paragraph, and one that opens by
+    pointing back ("This keeps …", "该方法…") with the one before it, as one verbatim span; a
+    sentence of the next paragraph is not joined."""
+    files = {"marlow-README.md": MARLOW}
+    store = article_store(tmp_path_factory, files)
+    assistant = Assistant.open(store, dense=False)
+    answer = assistant.ask("How does Marlow keep fragmentation of the key-value cache low?")
+    joined = (
+        "Marlow pages the key-value cache in blocks of sixteen tokens. This keeps fragmentation "
+        "under four percent on long prompts."
+    )
+    assert joined in answer.answer, answer.answer
+    assert f"{joined} Marlow also offloads" not in answer.answer, answer.answer
+    assert_grounded(answer, exported_edges(store), files)
+    answer = assistant.ask("Marlow 的键值缓存碎片率有多低？")
+    assert (
+        "Marlow 把键值缓存按块分页管理。该方法让长提示下的碎片率低于百分之四。" in answer.answer
+    ), answer.answer
+    assert_grounded(answer, exported_edges(store), files)
