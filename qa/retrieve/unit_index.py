@@ -316,7 +316,7 @@ class UnitIndex:
             and following.start - unit.end < 4
         )
         start = unit.start
-        if following is not None and (introduces or asks) and len(following.text) <= 200:
+        if following is not None and (introduces or asks) and len(following.text) <= _WINDOW_CHARS:
             space = _space(following.text)
             end, text = following.end, f"{unit.text}{space}{following.text}"
             items = [following]
