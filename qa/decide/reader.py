@@ -300,47 +300,32 @@ def _names(point: DraftPoint, candidate: Candidate) -> bool:
 
 
 def _reasons(points: list[DraftPoint], pick: Candidate, limit: int) -> list[DraftPoint]:
-    """The first `limit` points that speak of a pick, each span once (a point inside an earlier
-    one's span says nothing new), and, for a pick the graph knows, one citing an edge of it
-    among them: that edge is what verifies the pick (the verifier drops a recommendation no
-    kept edge backs), so it takes the last place where none before it cites one.
+    """The first `limit` points that speak of a pick and, for a pick the graph knows, one citing
+    an edge of it among them: that edge is what verifies the pick (the verifier drops a
+    recommendation no kept edge backs), so it takes the last place where none before it cites
+    one.
 
     >>> from qa.schema import PathEdge
     >>> def p(start, end, edge=False):
     ...     edges = [PathEdge(source="a:x", relation="SUPPORTS", target="b:y")] if edge else []
     ...     return DraftPoint(doc="d", start=start, end=end, quote="q", text="q", edges=edges)
     >>> pick = Candidate(name="X", entity="a:x")
-    >>> [(q.start, bool(q.edges)) for q in _reasons([p(0, 9), p(3, 9), p(10, 19), p(20, 29),
+    >>> [(q.start, bool(q.edges)) for q in _reasons([p(0, 9), p(10, 19), p(20, 29),
     ...     p(30, 39, edge=True)], pick, 3)]
     [(0, False), (10, False), (30, True)]
-    >>> [(q.start, q.end) for q in _reasons([p(3, 9), p(10, 19), p(0, 9)], pick, 3)]
-    [(0, 9), (10, 19)]
+    >>> [q.start for q in _reasons([p(0, 9), p(10, 19, edge=True), p(30, 39, edge=True)], pick, 2)]
+    [0, 10]
     """
-    kept: list[DraftPoint] = []
-    for point in points:
-        if any(_within(point, k) for k in kept):
-            continue
-        wider = next((i for i, k in enumerate(kept) if _within(k, point)), None)
-        if wider is None:
-            kept.append(point)
-        else:  # it says all an earlier one says and more: in that one's place
-            kept[wider] = point
-            kept = [k for i, k in enumerate(kept) if i <= wider or not _within(k, point)]
-    chosen = kept[:limit]
+    chosen = points[:limit]
 
     def cites(point: DraftPoint) -> bool:
         return any(pick.entity in (e.source, e.target) for e in point.edges)
 
     if pick.entity and chosen and not any(map(cites, chosen)):
-        edged = next((q for q in kept[limit:] if cites(q)), None)
+        edged = next((q for q in points[limit:] if cites(q)), None)
         if edged is not None:
             chosen[-1] = edged
     return chosen
-
-
-def _within(point: DraftPoint, other: DraftPoint) -> bool:
-    """Whether a point's span lies inside another's (of the same document)."""
-    return point.doc == other.doc and other.start <= point.start and point.end <= other.end
 
 
 def _same(candidate: Candidate, recommendation: DraftRecommendation) -> bool:
