@@ -293,7 +293,7 @@ def _as_object(mode: str, data: Any) -> dict[str, Any]:
 
 def _names(point: DraftPoint, candidate: Candidate) -> bool:
     """Whether a point speaks of the candidate: an edge of its entity, or its name in the text."""
-    if candidate.entity and any(candidate.entity in (e.source, e.target) for e in point.edges):
+    if _cites(point, candidate):
         return True
     folded = normalize_name(f"{point.context} {point.quote} {point.text} {point.heading}")
     return normalize_name(candidate.name) in folded
@@ -317,15 +317,18 @@ def _reasons(points: list[DraftPoint], pick: Candidate, limit: int) -> list[Draf
     [0, 10]
     """
     chosen = points[:limit]
-
-    def cites(point: DraftPoint) -> bool:
-        return any(pick.entity in (e.source, e.target) for e in point.edges)
-
-    if pick.entity and chosen and not any(map(cites, chosen)):
-        edged = next((q for q in points[limit:] if cites(q)), None)
+    if pick.entity and chosen and not any(_cites(p, pick) for p in chosen):
+        edged = next((q for q in points[limit:] if _cites(q, pick)), None)
         if edged is not None:
             chosen[-1] = edged
     return chosen
+
+
+def _cites(point: DraftPoint, candidate: Candidate) -> bool:
+    """Whether a point cites an edge of the candidate's entity (a bare name has none)."""
+    return bool(candidate.entity) and any(
+        candidate.entity in (e.source, e.target) for e in point.edges
+    )
 
 
 def _same(candidate: Candidate, recommendation: DraftRecommendation) -> bool:
