@@ -331,6 +331,23 @@ def _cites(point: DraftPoint, candidate: Candidate) -> bool:
     )
 
 
+def _backed_key(pick: Candidate, points: list[DraftPoint]) -> str:
+    """The id a reader's pick is recommended under: its entity's where a point cites an edge of
+    it (the verifier checks that path), else its name as a value, which the verifier checks in
+    the points' verbatim text: a thing the graph knows that the evidence read names without a
+    relation of it (an install line naming the engine) is still the text's answer.
+
+    >>> point = DraftPoint(doc="d", start=0, end=9, quote="Use vLLM.", text="Use vLLM.")
+    >>> _backed_key(Candidate(name="vLLM", entity="engine:vllm"), [point])
+    'value:vLLM'
+    >>> _backed_key(Candidate(name="QAT"), [point])
+    'value:QAT'
+    """
+    if any(_cites(p, pick) for p in points):
+        return pick.key
+    return f"value:{pick.name}"
+
+
 def _same(candidate: Candidate, recommendation: DraftRecommendation) -> bool:
     """Whether a candidate is the thing a recommendation names (its entity, or its name)."""
     return candidate.key == recommendation.id or normalize_name(candidate.name) == normalize_name(
@@ -404,7 +421,9 @@ def draft_from_verdict(
             backing = _reasons([p for p in points if _names(p, pick)], pick, max_reasons)
             if backing:
                 recommendations.append(
-                    DraftRecommendation(id=pick.key, name=pick.name, points=backing)
+                    DraftRecommendation(
+                        id=_backed_key(pick, backing), name=pick.name, points=backing
+                    )
                 )
             else:
                 notes.append(f"the reader picked {pick.name}, which no evidence shown names")

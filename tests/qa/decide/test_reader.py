@@ -16,6 +16,7 @@ from store_fixture import (  # fixtures
     documents_on_disk,  # noqa: F401
 )
 
+from kg.documents import EvidenceUnit
 from kg.errors import LLMError
 from kg.schema import normalize_name
 from qa.api import Assistant
@@ -27,7 +28,7 @@ from qa.llm.answerer import make_llm, stream_answer_field
 from qa.llm.client import ChatModel
 from qa.llm.serve import ServerHandle
 from qa.render import render_draft
-from qa.schema import Answer
+from qa.schema import Answer, DraftPoint
 
 QUESTIONS = ["我是零基础，先学哪个框架？", "Which engine should I use for LLM serving?"]
 
@@ -128,6 +129,35 @@ def test_a_thing_the_graph_knows_and_did_not_pick_gives_way_to_the_graphs_pick(
         reading, Verdict(evidence=[], pick=own, model="m"), assistant.evidence.point, base
     )
     assert chosen.recommendations[0].id == graph_pick.id and chosen.notes == base.notes
+
+
+def test_a_pick_the_graph_knows_whose_evidence_cites_no_edge_of_it_stands_on_its_text(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, QUESTIONS[0])
+    base = assistant.graph_draft(assistant.understand(QUESTIONS[0]))
+    base = base.model_copy(update={"recommendations": []})  # the graph picked nothing
+
+    def cites(c: Candidate) -> bool:  # a point of a line naming it cites an edge of it
+        points = [assistant.evidence.point(reading.evidence[n - 1], c.entity) for n in c.evidence]
+        return any(c.entity in (e.source, e.target) for p in points for e in p.edges)
+
+    pick = next(c for c in reading.candidates if c.entity and cites(c))
+    verdict = Verdict(evidence=pick.evidence[:1], pick=pick, model="m")
+
+    def bare(unit: EvidenceUnit, prefer: str | None) -> DraftPoint:  # points citing no edge
+        return assistant.evidence.point(unit, prefer).model_copy(update={"edges": []})
+
+    made = draft_from_verdict(reading, verdict, bare, base)
+    assert made.recommendations[0].id == f"value:{pick.name}"
+    verified, _result = assistant.verifier.verify_draft(made)
+    answer = render_draft(verified, assistant.graph)
+    assert answer.recommendations and answer.recommendations[0].name == pick.name
+    kept = verified.recommendations[0].points
+    assert any(normalize_name(pick.name) in normalize_name(p.quote) for p in kept)  # verbatim
+    # where a point cites an edge of it, the pick is the entity, verified on that path
+    edged = draft_from_verdict(reading, verdict, assistant.evidence.point, base)
+    assert edged.recommendations[0].id == pick.entity
 
 
 def test_a_verdict_without_a_pick_shows_the_cited_evidence_first(
