@@ -367,7 +367,7 @@ def link_corpus(
     if again:
         # the names of a corpus make a large pattern: only those the units linked again can hold
         within = None if len(again) == len(documents) else "\n".join(_texts(again))
-        matcher = NameMatcher(surfaces, within)
+        matcher = NameMatcher(surfaces, within, verbs=lexicon.verbs)
         for doc, units in again:
             records[doc.id] = _link_units(
                 doc, units, records[doc.id], matcher, subjects.get(doc.id), types, lexicon

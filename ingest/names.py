@@ -8,7 +8,7 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kg.lexicon import Mention, surface_pattern
+from kg.lexicon import Mention, as_verb, surface_pattern
 from kg.patterns import one_pass_pattern
 from kg.schema import (
     normalize_name,
@@ -102,12 +102,17 @@ class NameMatcher:
     """
 
     def __init__(
-        self, surfaces: Iterable[tuple[str, str, bool]], within: str | None = None
+        self,
+        surfaces: Iterable[tuple[str, str, bool]],
+        within: str | None = None,
+        verbs: frozenset[str] = frozenset(),
     ) -> None:
         """`within`: the matcher is only asked about texts inside this one (the units of the
         documents being linked again): the names that cannot occur in it are left out of the
         pattern (compiling every name of a large corpus costs ~0.3 s), which finds what the
-        whole one finds there."""
+        whole one finds there. `verbs`: the keys whose name is also an English verb
+        (`kg.lexicon.as_verb`): written as the verb, they name nothing."""
+        self._verbs = verbs
         ordered = _ordered(surfaces)
         self._keys = surface_keys(ordered)
         folded_parts, exact_parts = [], []
@@ -127,8 +132,11 @@ class NameMatcher:
         """Non-overlapping mentions, longest first where two overlap."""
         found: list[Mention] = []
         for match in self._folded.finditer(text.translate(_ASCII_LOWER)):
-            key = self._resolve(text[match.start() : match.end()], exact=False)
-            if key is not None:
+            surface = text[match.start() : match.end()]
+            key = self._resolve(surface, exact=False)
+            if key is not None and not (
+                key in self._verbs and as_verb(text, match.start(), surface)
+            ):
                 found.append(
                     Mention(start=match.start(), end=match.end(), surface=match.group(0), key=key)
                 )

@@ -29,6 +29,7 @@ __all__ = [
     "LexiconFile",
     "LexiconPattern",
     "Mention",
+    "as_verb",
     "surface_pattern",
 ]
 
@@ -39,6 +40,11 @@ class LexiconEntry(BaseModel):
     type: NodeType
     name: str
     aliases: list[str] = Field(default_factory=list)
+    verb: bool = Field(
+        default=False,
+        description="its name is also an English verb (the library `accelerate`): written in "
+        'lower case after "to" it is the verb, not this thing',
+    )
 
     @property
     def id(self) -> str:
@@ -83,6 +89,8 @@ class Mention(BaseModel):
 
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+#: "to" right before a position: the word after it is a verb
+_INFINITIVE = re.compile(r"(?<![A-Za-z])to\s+$", re.I)
 
 
 def surface_pattern(surface: str) -> str:
@@ -117,6 +125,18 @@ def _longest_first(surfaces: set[str]) -> list[str]:
     return sorted(surfaces, key=lambda s: (-len(s), s))
 
 
+def as_verb(text: str, start: int, surface: str) -> bool:
+    """Whether a name that is also an English verb (`LexiconEntry.verb`), found at `start`,
+    is written as the verb: in lower case, right after "to".
+
+    >>> as_verb("a cache meant to accelerate lookups", 17, "accelerate")
+    True
+    >>> as_verb("install accelerate", 8, "accelerate"), as_verb("to Accelerate", 3, "Accelerate")
+    (False, False)
+    """
+    return surface.islower() and _INFINITIVE.search(text, 0, start) is not None
+
+
 class Lexicon:
     """Surface-form lookup and mention finding over entities and terms."""
 
@@ -149,10 +169,12 @@ class Lexicon:
             self.entries[entry.id] = entry.model_copy(deep=True)
         else:
             known.aliases.extend(a for a in entry.aliases if a not in known.aliases)
+            known.verb = known.verb or entry.verb
 
     @classmethod
     def default(cls, extra: Iterable[Path] = ()) -> Lexicon:
-        """The bundled vocabulary, extended by the user's files (later files add aliases)."""
+        """The bundled vocabulary, extended by the user's files (later files add aliases, and
+        may mark a known name as a verb)."""
         text = resources.files("kg").joinpath("data/lexicon.json").read_text(encoding="utf-8")
         files = [LexiconFile.model_validate_json(text)]
         for path in extra:
@@ -163,6 +185,11 @@ class Lexicon:
                     f"lexicon file {path} is unreadable ({err}); fix it or drop --lexicon"
                 ) from err
         return cls(files)
+
+    @cached_property
+    def verbs(self) -> frozenset[str]:
+        """The ids of the entries whose name is also an English verb (`LexiconEntry.verb`)."""
+        return frozenset(key for key, entry in self.entries.items() if entry.verb)
 
     def lookup(self, surface: str) -> LexiconEntry | None:
         """The entry a surface form names, ignoring case, spacing and dashes.
@@ -192,10 +219,15 @@ class Lexicon:
         return pattern, by_surface
 
     def entity_mentions(self, text: str) -> list[Mention]:
-        """Non-overlapping entity mentions, longest surface first at each position.
+        """Non-overlapping entity mentions, longest surface first at each position. A name
+        that is also an English verb (`LexiconEntry.verb`), written in lower case after "to",
+        is the verb.
 
         >>> [m.key for m in Lexicon.default().entity_mentions("PyTorch 导出 ONNX 到 TensorRT")]
         ['framework:pytorch', 'format:onnx', 'inference-engine:tensorrt']
+        >>> [m.surface for m in Lexicon.default().entity_mentions(
+        ...     "Use accelerate or Accelerate to accelerate training, not to Accelerate.")]
+        ['accelerate', 'Accelerate', 'Accelerate']
         """
         mentions = []
         for match in self._entity_regex.finditer(text.translate(_ASCII_LOWER)):
@@ -203,7 +235,7 @@ class Lexicon:
             entry = self.lookup(surface)
             if entry is None and surface[-1:] == "s":  # a plural the pattern allowed
                 entry = self.lookup(surface[:-1]) or self.lookup(surface[:-2])
-            if entry is not None:
+            if entry is not None and not (entry.verb and as_verb(text, match.start(), surface)):
                 mentions.append(
                     Mention(start=match.start(), end=match.end(), surface=surface, key=entry.id)
                 )

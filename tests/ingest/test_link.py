@@ -295,6 +295,28 @@ def test_but_not_on_is_no_runs_on(lexicon: Lexicon) -> None:
     assert ("framework:zephyrix", "RUNS_ON", "platform:windows") not in triples(result)
 
 
+def test_a_library_named_by_a_verb_is_not_what_the_verb_says(lexicon: Lexicon) -> None:
+    # the bundled lexicon's `accelerate` is also a verb: "caches plans to accelerate warm
+    # starts" names no library, "works with accelerate" does
+    corpus = {
+        "zephyrix-planner.md": "# Planner\n\n"
+        "- **Zephyrix planner** - Zephyrix caches plans to accelerate warm starts on phones.\n\n"
+        "Zephyrix works with accelerate for multi-GPU runs.\n",
+    }
+    links = link_corpus(read(corpus), lexicon)
+    (verb,) = [u for u in links.units if "to accelerate" in u.text]
+    assert "library:accelerate" not in verb.mentions
+    (name,) = [u for u in links.units if "with accelerate" in u.text]
+    assert "library:accelerate" in name.mentions
+    evidence = [
+        e.quote
+        for r in links.extraction.relations
+        if "library:accelerate" in (r.source, r.target)
+        for e in r.evidence
+    ]
+    assert not [q for q in evidence if "to accelerate" in q]
+
+
 def test_a_sentence_that_names_its_own_subject_claims_for_it(lexicon: Lexicon) -> None:
     # a feature list's bold label is not what the item's later sentences speak of
     corpus = {

@@ -57,6 +57,26 @@ def test_mentions_are_longest_first_and_word_bounded(lexicon: Lexicon) -> None:
         assert text[m.start : m.end] == m.surface
 
 
+def test_a_name_that_is_a_verb_is_no_mention_where_it_is_the_verb(tmp_path: Path) -> None:
+    # one file names the tool, a later one marks the known name as a verb
+    extra, verbs = tmp_path / "tools.json", tmp_path / "verbs.json"
+    entry = {"type": "Tool", "name": "boost", "aliases": ["Boost"]}
+    extra.write_text(json.dumps({"entities": [entry]}), encoding="utf-8")
+    verbs.write_text(json.dumps({"entities": [{**entry, "verb": True}]}), encoding="utf-8")
+    assert len(Lexicon.default([extra]).entity_mentions("help to boost it")) == 1
+    lexicon = Lexicon.default([extra, verbs])
+    text = "Kernels help to boost training; install boost, or use Boost to Boost it. TO boost"
+    assert [(m.surface, m.start) for m in lexicon.entity_mentions(text)] == [
+        ("boost", text.index("boost,")),
+        ("Boost", text.index("Boost to")),
+        ("Boost", text.index("Boost it")),
+    ]
+    # the bundled library named by a verb: its name written as the verb names nothing
+    bundled = Lexicon.default()
+    said = "A cache meant to accelerate lookups; pip install accelerate."
+    assert [m.start for m in bundled.entity_mentions(said)] == [said.rindex("accelerate")]
+
+
 def test_user_file_adds_entities_and_aliases(tmp_path: Path) -> None:
     extra = tmp_path / "mine.json"
     extra.write_text(
