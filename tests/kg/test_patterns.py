@@ -12,7 +12,7 @@ import pytest
 from needs import real_docs
 
 from ingest.names import NameMatcher, flex_pattern
-from kg.lexicon import Lexicon, Mention, _longest_first, surface_pattern
+from kg.lexicon import Lexicon, Mention, _longest_first, as_verb, surface_pattern
 from kg.patterns import one_pass_pattern, split_head
 from kg.schema import normalize_name
 
@@ -116,7 +116,8 @@ class _JoinedLexicon:
             entry = self.lexicon.lookup(surface)
             if entry is None and surface[-1:] == "s":
                 entry = self.lexicon.lookup(surface[:-1]) or self.lexicon.lookup(surface[:-2])
-            if entry is not None:
+            # the verb rule is the lexicon's, not its pattern's: the reference applies it too
+            if entry is not None and not (entry.verb and as_verb(text, match.start(), surface)):
                 start, end = match.span()
                 mentions.append(Mention(start=start, end=end, surface=surface, key=entry.id))
         return mentions
