@@ -89,8 +89,10 @@ class Mention(BaseModel):
 
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-#: "to" right before a position: the word after it is a verb
+#: "to" right before a position: the word after it is a verb (searched in the few characters
+#: before it, not the whole text before it)
 _INFINITIVE = re.compile(r"(?<![A-Za-z])to\s+$", re.I)
+_INFINITIVE_REACH = 16
 
 
 def surface_pattern(surface: str) -> str:
@@ -134,7 +136,8 @@ def as_verb(text: str, start: int, surface: str) -> bool:
     >>> as_verb("install accelerate", 8, "accelerate"), as_verb("to Accelerate", 3, "Accelerate")
     (False, False)
     """
-    return surface.islower() and _INFINITIVE.search(text, 0, start) is not None
+    reach = max(0, start - _INFINITIVE_REACH)
+    return surface.islower() and _INFINITIVE.search(text, reach, start) is not None
 
 
 class Lexicon:
@@ -226,7 +229,7 @@ class Lexicon:
         >>> [m.key for m in Lexicon.default().entity_mentions("PyTorch 导出 ONNX 到 TensorRT")]
         ['framework:pytorch', 'format:onnx', 'inference-engine:tensorrt']
         >>> [m.surface for m in Lexicon.default().entity_mentions(
-        ...     "Use accelerate or Accelerate to accelerate training, not to Accelerate.")]
+        ...     "Use accelerate or Accelerate to accelerate sorting, not to Accelerate.")]
         ['accelerate', 'Accelerate', 'Accelerate']
         """
         mentions = []

@@ -332,7 +332,7 @@ def _cites(point: DraftPoint, candidate: Candidate) -> bool:
 
 
 def _backed_key(pick: Candidate, points: list[DraftPoint]) -> str:
-    """The id a reader's pick is recommended under: its entity's where a point cites an edge of
+    """The id a reader's pick goes under: its entity's where a point cites an edge of
     it (the verifier checks that path), else its name as a value, which the verifier checks in
     the points' verbatim text: a thing the graph knows that the evidence read names without a
     relation of it (an install line naming the engine) is still the text's answer.

@@ -296,12 +296,12 @@ def test_but_not_on_is_no_runs_on(lexicon: Lexicon) -> None:
 
 
 def test_a_library_named_by_a_verb_is_not_what_the_verb_says(lexicon: Lexicon) -> None:
-    # the bundled lexicon's `accelerate` is also a verb: "caches plans to accelerate warm
-    # starts" names no library, "works with accelerate" does
+    # the bundled lexicon's `accelerate` is also a verb: "keeps its plan to accelerate warm
+    # starts" names no library, "pairs with accelerate" does
     corpus = {
         "zephyrix-planner.md": "# Planner\n\n"
-        "- **Zephyrix planner** - Zephyrix caches plans to accelerate warm starts on phones.\n\n"
-        "Zephyrix works with accelerate for multi-GPU runs.\n",
+        "- **Zephyrix planner** - Zephyrix keeps its plan to accelerate warm starts on phones.\n\n"
+        "Zephyrix pairs with accelerate when it shards a job.\n",
     }
     links = link_corpus(read(corpus), lexicon)
     (verb,) = [u for u in links.units if "to accelerate" in u.text]
