@@ -80,6 +80,7 @@ def make_llm(
     base = settings if spec == "auto" else settings.model_copy(update={"base_url": spec})
     chat = ChatModel(base)
     if chat.health():
+        chat.adopt_served_model()
         return Reader(chat, mode=settings.reader_mode)
     chat.close()
     if spec != "auto":
@@ -87,6 +88,6 @@ def make_llm(
     url = embedded() if embedded is not None else None
     if url is None:
         return None
-    return Reader(
-        ChatModel(settings.model_copy(update={"base_url": url})), mode=settings.reader_mode
-    )
+    chat = ChatModel(settings.model_copy(update={"base_url": url}))
+    chat.adopt_served_model()
+    return Reader(chat, mode=settings.reader_mode)

@@ -185,6 +185,21 @@ class ChatModel:
             return False
         return response.status_code == 200
 
+    def adopt_served_model(self) -> None:
+        """Name requests after the model the server serves, where it serves one model and not
+        the configured one (`--llm URL` at a server started with another model: vLLM refuses
+        a name it does not serve, and llama-cpp-python's answers would carry the wrong name).
+        A server that does not say now (busy, down) keeps the configured name."""
+        try:
+            response = self._http.get("/models", timeout=self.settings.connect_timeout_s)
+            body = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return
+        data = body.get("data") if isinstance(body, dict) else None
+        served = [str(m["id"]) for m in data or [] if isinstance(m, dict) and m.get("id")]
+        if len(served) == 1 and self.settings.model not in served:
+            self.settings = self.settings.model_copy(update={"model": served[0]})
+
     def server_kind(self) -> LLMKind:
         """The configured kind, or (for ``auto``) the kind the server names in /v1/models."""
         if self._kind is None:

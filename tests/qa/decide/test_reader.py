@@ -196,6 +196,19 @@ def _reader(server: ServerHandle, *, mode: str = "pick") -> Reader:
     return Reader(ChatModel(settings), mode=mode)
 
 
+def test_a_reader_at_a_url_is_named_after_the_model_its_server_serves(
+    llamacpp_server: ServerHandle,
+) -> None:
+    # configured for another model than the server was started with: the server's one model
+    # names the reader (and its requests), not the configured name
+    settings = LLMSettings(model="a-model-this-server-does-not-serve", timeout_s=300)
+    reader = make_llm(llamacpp_server.base_url, settings)
+    assert reader is not None and isinstance(reader.chat, ChatModel)
+    assert reader.name == reader.chat.settings.model == llamacpp_server.model
+    reply = reader.chat.chat([{"role": "user", "content": "Say yes."}], max_tokens=2)
+    assert reply.model == llamacpp_server.model
+
+
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_the_real_reader_picks_a_candidate_it_was_shown(
     llamacpp_server: ServerHandle,
