@@ -8,7 +8,6 @@ framed as data; the system message says that it is never an instruction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -106,8 +105,7 @@ _LABELS = {
         "question": "问题：",
     },
 }
-#: the line reader answers with one of the lines retrieval ranks first (of those whose text names
-#: a candidate, where it is asked again), having read them all:
+#: the line reader answers with one of the lines retrieval ranks first, having read them all:
 #: free to answer with any of eight, the 0.5B model chose a line naming the right answer less
 #: often than retrieval's first line is one (README, "Reader modes")
 LINE_CHOICES = 2
@@ -227,16 +225,13 @@ def line_names_messages(
     ]
 
 
-def reader_schema(
-    reading: Reading, mode: str = "full", lines: Sequence[int] | None = None
-) -> dict[str, Any]:
+def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:
     """The JSON schema of the reader's answer. `full`: evidence numbers, then (a question that
     asks to choose) the pick among the candidates or `none`, then one bounded sentence: the
     order makes the model find the evidence before it commits to a name, and the name before it
     writes. `cited`: the same without the sentence. `pick`: the pick alone, a string.
     `evidence`: the numbers alone (every token the grammar forces still costs a decoding step).
-    `line`: the number of the line that answers, one of the first `LINE_CHOICES` of `lines`
-    (the numbers it may answer with, best first; all lines when not given).
+    `line`: the number of the line that answers, one of the first `LINE_CHOICES`.
 
     >>> r = Reading(question="q", language=Language.EN, choose=True, evidence=[],
     ...             candidates=[Candidate(name="A")])
@@ -248,8 +243,6 @@ def reader_schema(
     >>> u = EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=UnitKind.SENTENCE, text="x")
     >>> reader_schema(r.model_copy(update={"evidence": [u, u, u]}), "line")
     {'type': 'integer', 'enum': [1, 2]}
-    >>> reader_schema(r.model_copy(update={"evidence": [u, u, u]}), "line", lines=[3])
-    {'type': 'integer', 'enum': [3]}
     """
     numbers = list(range(1, len(reading.evidence) + 1))
     evidence: dict[str, Any] = {
@@ -259,8 +252,7 @@ def reader_schema(
     }
     names = list(dict.fromkeys(c.name for c in reading.candidates))
     if mode == "line":  # one line's number (a reading without evidence has none to give)
-        allowed = [n for n in lines if n in numbers] if lines is not None else numbers
-        return {"type": "integer", "enum": allowed[:LINE_CHOICES] or numbers[:LINE_CHOICES] or [0]}
+        return {"type": "integer", "enum": numbers[:LINE_CHOICES] or [0]}
     if mode == "pick":
         return {"type": "string", "enum": [*names, NONE]}
     if mode == "evidence":

@@ -34,7 +34,6 @@ from qa.decide.reading import Reading
 from qa.schema import AnswerDraft, DraftPoint, DraftRecommendation
 
 if TYPE_CHECKING:
-    from qa.llm.client import ChatResult
     from qa.llm.offline import StructuredChat
 
 __all__ = ["PointMaker", "Reader", "ReaderModel", "Verdict", "draft_from_verdict"]
@@ -142,35 +141,20 @@ class Reader:
         graph's first pick (★) among others: the line the reader found and the graph's
         verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a condition
         too, which a small model takes for the answer when asked). A line whose text names
-        nothing leaves the pick to the graph's (★), marked `unsure`; where the graph picked
-        nothing, the reader is asked again (the same prompt, which a server keeps cached) for
-        one of the first `LINE_CHOICES` lines whose text names a candidate (`_naming_lines`),
-        and only where none does is the pick the section titles the line is under
-        (`_named_in_line`). Measured with the embedded 0.5B model on fresh stores: one more
-        question right on real-articles and on dev, real-docs unchanged, against the titles."""
+        nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph picked
+        nothing, to the section titles it is under (`_named_in_line`)."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
+        messages = reader_messages(reading, "line")
         started = time.perf_counter()
         first = self.chat.chat(
-            reader_messages(reading, "line"),
-            schema=reader_schema(reading, "line"),
-            max_tokens=self.max_tokens,
+            messages, schema=reader_schema(reading, "line"), max_tokens=self.max_tokens
         )
-        line = _line_of(reading, first)
+        line = first.parse_json()
+        if not isinstance(line, int) or not 0 < line <= len(reading.evidence):
+            raise LLMBadResponse(f"the reader's answer is no line of the evidence: {line!r}")
         requests = [first]
-        naming = _naming_lines(reading)
-        if proposed is None and naming and line not in naming and reading.choose:
-            # the line names nothing and the graph picked nothing: the same question again,
-            # answered with one of the lines that name a candidate (the prompt is the first's,
-            # which a server keeps cached)
-            again = self.chat.chat(
-                reader_messages(reading, "line"),
-                schema=reader_schema(reading, "line", naming),
-                max_tokens=self.max_tokens,
-            )
-            requests.append(again)
-            line = _line_of(reading, again)
         said, under = _named_in_line(reading, line) if reading.choose else ([], [])
         named = said or ([] if proposed else under)
         # the line names the graph's first pick among others: the reader's evidence and the
@@ -250,35 +234,6 @@ class Reader:
             pick = next((c for c in reading.candidates if normalize_name(c.name) == key), None)
         sentence = " ".join(str(data.get("answer", "")).split())
         return Verdict(evidence=numbers, pick=pick, sentence=sentence, model=self.name)
-
-
-def _line_of(reading: Reading, result: ChatResult) -> int:
-    """The evidence line (1..) a line reader's answer names; `LLMBadResponse` if none."""
-    line = result.parse_json()
-    if not isinstance(line, int) or not 0 < line <= len(reading.evidence):
-        raise LLMBadResponse(f"the reader's answer is no line of the evidence: {line!r}")
-    return line
-
-
-def _naming_lines(reading: Reading) -> list[int] | None:
-    """The lines (1..) a choosing reader may answer with: those whose text names a candidate,
-    in rank order (a line that names none gives the reader no pick); `None` (any line) for a
-    question that does not ask to choose, or where no line names a candidate.
-
-    >>> from qa.schema import Language
-    >>> def u(i, text):
-    ...     return EvidenceUnit(id=f"d#{i}", doc="d", start=i, end=i + 1, kind="sentence",
-    ...                         text=text)
-    >>> names = [Candidate(name="JAX", evidence=[2, 3])]
-    >>> r = Reading(question="q", language=Language.EN, choose=True, candidates=names,
-    ...     evidence=[u(0, "Read the guide first."), u(1, "Pick JAX."), u(2, "JAX compiles.")])
-    >>> _naming_lines(r), _naming_lines(r.model_copy(update={"choose": False}))
-    ([2, 3], None)
-    """
-    if not reading.choose or not reading.candidates:
-        return None
-    naming = [i for i in range(1, len(reading.evidence) + 1) if _named_in_line(reading, i)[0]]
-    return naming or None
 
 
 def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[Candidate]]:

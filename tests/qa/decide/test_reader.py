@@ -311,8 +311,8 @@ def test_every_unit_the_reader_read_is_on_screen(
 # -- the line reader: the line that answers, then the name it gives -----------------------------
 class _Lines:
     """A chat model (the `StructuredChat` seam, no protocol) that answers the line reader: line
-    `line` where the schema offers it (else the first line it offers, as a grammar would
-    make it), then the last name the second turn offers; it keeps every request it was sent."""
+    `line` at the first turn, then the last name the second turn offers; it keeps every request
+    it was sent."""
 
     class settings:
         model = "lines"
@@ -325,11 +325,7 @@ class _Lines:
         from qa.llm.client import ChatResult
 
         self.sent.append((list(messages), schema))
-        if schema["type"] == "integer":
-            offered = schema["enum"]
-            answer = self.line if self.line in offered or self.line > max(offered) else offered[0]
-        else:
-            answer = schema["enum"][-1]
+        answer = self.line if schema["type"] == "integer" else schema["enum"][-1]
         content = json.dumps(answer, ensure_ascii=False)
         return ChatResult(content=content, model="lines", prompt_tokens=100, completion_tokens=2)
 
@@ -486,28 +482,12 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
     verdict = Reader(_Lines(line), mode="line").read(reading)  # type: ignore[arg-type]
     proposed = next(c for c in reading.candidates if c.proposed)
     assert verdict.unsure and verdict.pick == proposed
-    # with no pick of the graph's, the reader is asked again, the same prompt, for one of the
-    # lines whose text names a candidate, and the pick is a name that line gives
-    alone = _unproposed(reading)
-    chat = _Lines(line)
-    verdict = Reader(chat, mode="line").read(alone)  # type: ignore[arg-type]
-    (first, first_schema), (again, again_schema), *_ = chat.sent
-    naming = [n for n in range(1, len(reading.evidence) + 1) if _said(reading, n)]
-    assert again == first and again_schema["enum"] == naming[:LINE_CHOICES] != first_schema["enum"]
-    assert verdict.evidence == [naming[0]] and not verdict.unsure
-    assert verdict.pick in _said(reading, naming[0])
-    # where no line's text names a candidate, the titles the line is under are what it gives
-    unnamed = alone.model_copy(
+    # with no pick of the graph's, the titles the line is under are what it gives
+    alone = reading.model_copy(
         update={
-            "candidates": [
-                c for c in alone.candidates if not any(c in _said(alone, n) for n in c.evidence)
-            ]
+            "candidates": [c.model_copy(update={"proposed": False}) for c in reading.candidates]
         }
     )
-    assert unnamed.candidates and not any(
-        _said(unnamed, n) for n in range(1, len(reading.evidence) + 1)
-    )
     chat = _Lines(line)
-    verdict = Reader(chat, mode="line").read(unnamed)  # type: ignore[arg-type]
-    assert len(chat.sent) == 1 and verdict.pick is not None and line in verdict.pick.evidence
-    assert not verdict.unsure
+    verdict = Reader(chat, mode="line").read(alone)  # type: ignore[arg-type]
+    assert verdict.pick is not None and line in verdict.pick.evidence and not verdict.unsure
