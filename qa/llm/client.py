@@ -191,14 +191,28 @@ class ChatModel:
         a name it does not serve, and llama-cpp-python's answers would carry the wrong name).
         A server that does not say now (busy, down) keeps the configured name."""
         try:
-            response = self._http.get("/models", timeout=self.settings.connect_timeout_s)
-            body = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            models = self._model_list(timeout=self.settings.connect_timeout_s)
+        except LLMError:
             return
-        data = body.get("data") if isinstance(body, dict) else None
-        served = [str(m["id"]) for m in data or [] if isinstance(m, dict) and m.get("id")]
+        served = [str(m["id"]) for m in models if m.get("id")]
         if len(served) == 1 and self.settings.model not in served:
             self.settings = self.settings.model_copy(update={"model": served[0]})
+
+    def _model_list(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        """GET /v1/models once, no retries (`timeout`: the client's own when None); the models
+        it lists, at least one; `LLMError` if it cannot be asked or lists none."""
+        url = self._url("/models")
+        try:
+            response = self._http.get("/models", timeout=timeout or httpx.USE_CLIENT_DEFAULT)
+            body = response.json() if response.status_code == 200 else None
+        except httpx.TimeoutException as exc:
+            raise self._timeout(exc) from exc
+        except (httpx.HTTPError, ValueError) as exc:
+            raise LLMUnavailable(f"cannot ask {url} what it serves: {exc}") from exc
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not data or not all(isinstance(m, dict) for m in data):
+            raise LLMBadResponse(f"{url} answered without a model list: {str(body)[:200]}")
+        return data
 
     def server_kind(self) -> LLMKind:
         """The configured kind, or (for ``auto``) the kind the server names in /v1/models."""
@@ -214,18 +228,7 @@ class ChatModel:
         (one model context behind a lock; the others wait in turn), the slots of llama.cpp's own
         ``llama-server`` (``/props``); None where the server does not say (vLLM batches up to
         its ``--max-num-seqs``; OpenAI). One GET each, no retries; `LLMError` if it cannot ask."""
-        url = self._url("/models")
-        try:
-            response = self._http.get("/models")
-            body = response.json() if response.status_code == 200 else None
-        except httpx.TimeoutException as exc:
-            raise self._timeout(exc) from exc
-        except (httpx.HTTPError, ValueError) as exc:
-            raise LLMUnavailable(f"cannot ask {url} what it serves: {exc}") from exc
-        data = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(data, list) or not data or not isinstance(data[0], dict):
-            raise LLMBadResponse(f"{url} answered without a model list: {str(body)[:200]}")
-        owner = str(data[0].get("owned_by", "")).lower()
+        owner = str(self._model_list()[0].get("owned_by", "")).lower()
         if owner == "me":  # llama-cpp-python: one Llama behind a lock, no parallel slots
             return 1
         if owner in {"llamacpp", "llama.cpp"}:  # llama-server: --parallel N slots
