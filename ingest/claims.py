@@ -14,7 +14,7 @@ from kg.schema import (
     RelationType,
 )
 
-__all__ = ["advice", "claim_relation"]
+__all__ = ["advice", "claim_relation", "listed_together"]
 
 _RECOMMEND_VERB = cues.alternatives("document.advice.verb")
 #: "For edge devices: use X", "If you need 8-bit inference, try X", "边缘设备：用 X"
@@ -41,7 +41,11 @@ _OWNER = cues.pattern("document.owner_before")
 _OWNER_AFTER = re.compile(r"\s*" + cues.alternatives("document.owner_after"))
 _EXPORT = cues.pattern("document.export_word")
 _LICENSE = cues.pattern("document.licence")
-_CLAUSE_START = re.compile(rf"[.;。；]\s|[,，]\s*{cues.alternatives('document.clause_contrast')}")
+# a full stop or a semicolon (an English one before a space: "e.g." and "v1.5" go on), or a
+# comma before a contrast
+_CLAUSE_START = re.compile(
+    rf"[.;]\s|[。；]|[,，]\s*{cues.alternatives('document.clause_contrast')}"
+)
 _LISTED_AFTER = re.compile(
     rf"^(?:\s*(?:,|、|{cues.alternatives('document.list_join')})\s*[\w.+\-]+)*"
 )
@@ -68,6 +72,43 @@ _BY_TARGET: dict[NodeType, RelationType] = {
     NodeType.TOOL: RelationType.USED_WITH,
     NodeType.CONCEPT: RelationType.SUPPORTS,
 }
+
+
+#: what joins the names of a list: a separator or a joining word ("A、B", "A, B and C", "A 和 B")
+_LIST_JOIN = (
+    rf"[、,，/]|\b{cues.alternatives('document.list_join', ('en',))}\b|"
+    rf"{cues.alternatives('document.list_join', ('zh',))}"
+)
+_LIST_GAP = re.compile(rf"(?:\s|（[^（）]*）|\([^()]*\)|{_LIST_JOIN})*", re.I)
+_LIST_MARK = re.compile(_LIST_JOIN, re.I)
+
+
+def listed_together(text: str, one: Mention, other: Mention, mentions: list[Mention]) -> bool:
+    """Whether two names are members of one list in `text`: between them only other names,
+    separators and parenthetical remarks ("常见选择：A（…）和 B", "A, B and C"). Things listed side
+    by side are examples of one kind; the list says nothing of how one relates to the other.
+
+    >>> def m(key, text, name):
+    ...     return Mention(key=key, start=text.find(name), end=text.find(name) + len(name),
+    ...                    surface=name)
+    >>> t = "常见选择：Keras（内置于框架里）和 Quillon 等。"
+    >>> listed_together(t, m("framework:keras", t, "Keras"), m("tool:quillon", t, "Quillon"), [])
+    True
+    >>> t = "Keras runs Quillon"
+    >>> listed_together(t, m("framework:keras", t, "Keras"), m("tool:quillon", t, "Quillon"), [])
+    False
+    >>> t = "Keras Quillon"
+    >>> listed_together(t, m("framework:keras", t, "Keras"), m("tool:quillon", t, "Quillon"), [])
+    False
+    """
+    first, second = sorted((one, other), key=lambda m: m.start)
+    gap = text[first.end : second.start]
+    for inside in sorted(mentions, key=lambda m: -m.start):
+        if first.end <= inside.start and inside.end <= second.start:
+            gap = gap[: inside.start - first.end] + " " + gap[inside.end - first.end :]
+    bare = re.sub(r"（[^（）]*）|\([^()]*\)", " ", gap)
+    # two names side by side ("Quillon 推理", "Linux GPU") are one phrase, not a list
+    return _LIST_GAP.fullmatch(gap) is not None and _LIST_MARK.search(bare) is not None
 
 
 def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationType:

@@ -8,7 +8,8 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    (`ingest.discover`), merged by normalised name; a name that only ever appeared as a bare
    token and that nothing types is dropped (a version string is not a thing).
 2. **Subjects**: a unit is about the entity it leads with ("**NNCF** - …", "ExLlamaV2 now
-   supports …", "For example, QLoRA is …"), else the entity its lead-in sentence or table row
+   supports …", "For example, QLoRA is …") or its lead term names in a closing parenthesis
+   ("易用接口（Keras 式）：…"), else the entity its lead-in sentence or table row
    names, else its section's (a heading that names something), else the document's subject:
    the project whose docs hold it (`ingest.context`) unless the page says it is about another
    thing, else the one `document_subject` finds. A sentence that opens by pointing back
@@ -17,7 +18,8 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    named thing and the words around it (`claim_relation`); the unit is the edge's evidence. A
    sentence or clause of the unit that opens with a thing and a verb speaks of that thing
    instead, within its own span, in a unit about nothing as a whole too ("部署：各有所长，
-   A 通过 B 也可部署，C 需要 D": A claims B, C claims D).
+   A 通过 B 也可部署，C 需要 D": A claims B, C claims D). A thing listed beside the subject
+   ("常见选择：A、B", "Windows, Linux and macOS") is its peer, merely mentioned.
 4. **Advice**: a unit shaped "For <situation>: use <thing>" / "<情形>：用 <thing>" recommends
    the thing for that situation (`advice`): a Scenario or Persona node, or the hardware or
    platform the situation names.
@@ -30,7 +32,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from ingest.claims import advice, claim_relation
+from ingest.claims import advice, claim_relation, listed_together
 from ingest.context import Project
 from ingest.discover import (
     Discovered,
@@ -107,6 +109,9 @@ _SUBJECT_PREFIXES = frozenset(
     )
 )
 _HEADING_LEAD = re.compile(rf"^{cues.alternatives('document.heading_lead')}\s*", re.I)
+#: a lead term's closing parenthesis, and what may follow the one name inside it ("Keras 风格")
+_LEAD_PARENTHESIS = re.compile(r"[（(]\s*([^（）()]+?)\s*[）)]\s*$")
+_NAME_MODIFIER = re.compile(rf"[\s-]?(?:{cues.alternatives('names.name_modifier')})?", re.I)
 
 
 @dataclass
@@ -612,6 +617,12 @@ def _link_units(
             if types[mention.key] == NodeType.CRITERION:
                 continue  # "performance" in running text is no claim about a criterion
             relation = claim_relation(unit.text, mention.start, mention.end, types[mention.key])
+            if any(
+                listed_together(unit.text, own, mention, mentions)
+                for own in mentions
+                if own.key == source
+            ):
+                relation = RelationType.MENTIONS  # named beside it in one list: its peer
             relations.append(
                 Relation(source=source, relation=relation, target=mention.key, evidence=[ev])
             )
@@ -904,6 +915,9 @@ def _unit_subject(
             and lead[0].key.split(":")[0] in _SUBJECT_PREFIXES
         ):
             return lead[0].key
+        named = _parenthesized(unit.lead, matcher)
+        if named is not None:
+            return named
     if mentions and (mentions[0].start <= 1 or _OPENER.match(unit.text[: mentions[0].start])):
         first = mentions[0]
         if unit.kind in (UnitKind.ROW, UnitKind.HEADING) or (
@@ -922,6 +936,26 @@ def _unit_subject(
         if heading_subjects[title] is not None:
             return heading_subjects[title]
     return doc_subject
+
+
+def _parenthesized(lead: str, matcher: NameMatcher) -> str | None:
+    """The thing a lead term names in its closing parenthesis, and nothing more there but an
+    adjective's ending: a term that says which thing it stands for ("易用接口（Keras 式）",
+    "Weight quantization (bitsandbytes)"). A place, a piece of hardware or a concept there
+    ("最快路线（多卡 GPU）") is a condition, not a subject."""
+    found = _LEAD_PARENTHESIS.search(lead)
+    if found is None:
+        return None
+    inner = found.group(1)
+    named = matcher.find(inner)
+    if (
+        len(named) == 1
+        and named[0].start == 0
+        and _NAME_MODIFIER.fullmatch(inner[named[0].end :]) is not None
+        and named[0].key.split(":")[0] in _SUBJECT_PREFIXES
+    ):
+        return named[0].key
+    return None
 
 
 def _heading_subject(title: str, matcher: NameMatcher) -> str | None:

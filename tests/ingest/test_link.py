@@ -354,6 +354,39 @@ def test_a_chinese_clause_speaks_of_the_name_it_ends_with(lexicon: Lexicon) -> N
     assert any(s.endswith(":zephyrix") and t.endswith(":zephyr-js") for s, _r, t in found)
 
 
+def test_a_lead_term_is_about_the_thing_its_parenthesis_names(lexicon: Lexicon) -> None:
+    # "<a kind of API>（<Name> 式）：…" / "<a method> (<Name>): …": the term stands for that
+    # thing, which claims what the item names; a condition in the parenthesis is no subject
+    corpus = {
+        "styles.md": "# 风格\n\n"
+        "- 易用接口（Keras 式）：几行就能跑通，新手友好，也可训练 ResNet。\n"
+        "- 最快路线（多卡 GPU）：先编译再交给 TensorRT。\n"
+        "- ZeRO offload (DeepSpeed): trades GPU memory for host memory.\n"
+    }
+    links = link_corpus(read(corpus), lexicon)
+    subjects = {u.text.split("：")[0].split(":")[0]: u.subject for u in links.units}
+    assert subjects["易用接口（Keras 式）"] == "framework:keras", subjects
+    assert subjects["最快路线（多卡 GPU）"] is None, subjects
+    assert (subjects["ZeRO offload (DeepSpeed)"] or "").endswith(":deepspeed"), subjects
+    assert ("framework:keras", "SUPPORTS", "model:resnet") in triples(links)
+
+
+def test_names_listed_side_by_side_are_peers(lexicon: Lexicon) -> None:
+    # "常见选择：A（…）和 B": the list says nothing of how A relates to B; "A 和 B 都在 C 上跑"
+    # still claims C for A
+    corpus = {
+        "peers.md": "# 工具\n\n"
+        "- 高阶接口（Keras 风格）：常见选择：Keras（内置于框架里）和 PyTorch Lightning 等。\n"
+        "- 本地部署（Ollama 风格）：Ollama 运行在 Linux 上。\n"
+    }
+    found = triples(link_corpus(read(corpus), lexicon))
+    keras = {(r, t) for s, r, t in found if s == "framework:keras"}
+    assert ("MENTIONS", "framework:pytorch-lightning") in keras, found
+    assert ("USED_WITH", "framework:pytorch-lightning") not in keras, found
+    ollama = next(s for s, _r, _t in found if s.endswith(":ollama"))
+    assert (ollama, "RUNS_ON", "platform:linux") in found, found
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="an edition named only by a section heading ('## Zephyrix Studio') is not discovered "
@@ -453,6 +486,8 @@ def test_claim_relation(text: str, name: str, target: NodeType, expected: Relati
         # a cue inside a word is no cue: "OpeNVINO SUPPORTs", "NoSupportLib supports"
         ("OpenVINO supports the CPU and NPU", "NPU", NodeType.HARDWARE, RelationType.RUNS_ON),
         ("DynaNoSupport runs on Linux", "Linux", NodeType.PLATFORM, RelationType.RUNS_ON),
+        # a Chinese full stop ends the clause its cue words are in ("需要…。可选：X")
+        ("需要重写损失函数。可选：JAX", "JAX", NodeType.FRAMEWORK, RelationType.USED_WITH),
     ],
 )
 def test_claim_relation_negations_and_requirements(
