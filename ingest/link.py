@@ -109,6 +109,10 @@ _SUBJECT_PREFIXES = frozenset(
     )
 )
 _HEADING_LEAD = re.compile(rf"^{cues.alternatives('document.heading_lead')}\s*", re.I)
+#: "三者都支持…", "Both run on …": a clause opening by counting the things named before it
+_GROUP_ANAPHOR = re.compile(cues.alternatives("document.group_anaphor"), re.I)
+_GROUP_AT = re.compile(r"(?:^|(?<=[：:，,；;。.!?]))\s*")
+_NUMERALS = {"两": 2, "二": 2, "三": 3, "四": 4, "both": 2, "two": 2, "three": 3, "four": 4}
 #: a lead term's closing parenthesis, and what may follow the one name inside it ("Keras 风格")
 _LEAD_PARENTHESIS = re.compile(r"[（(]\s*([^（）()]+?)\s*[）)]\s*$")
 _NAME_MODIFIER = re.compile(rf"[\s-]?(?:{cues.alternatives('names.name_modifier')})?", re.I)
@@ -573,6 +577,9 @@ def _link_units(
     situations: list[Entity] = []
     used: set[str] = set()
     last_end = 0
+    # the mentions of the last two units of the section a unit is in (`_group_clauses`)
+    recent: list[list[Mention]] = []
+    section: tuple[str, ...] = ()
     for unit in units:
         mentions = matcher.find(unit.text)
         about = _unit_subject(unit, mentions, matcher, heading_subjects, doc_subject)
@@ -604,6 +611,23 @@ def _link_units(
         speakers = _sentence_subjects(unit.text, mentions)
         speakers += _clause_subjects(unit.text, mentions)
         speakers += _clause_openers(unit.text, mentions)
+        recent = [] if section != unit.heading_path else recent
+        section = unit.heading_path
+        for start, end, members in _group_clauses(unit.text, mentions, recent, types):
+            for mention in mentions:
+                if not start <= mention.start < end or mention.key not in types:
+                    continue
+                if types[mention.key] == NodeType.CRITERION or mention.key in members:
+                    continue
+                relation = claim_relation(unit.text, mention.start, mention.end, types[mention.key])
+                for member in members:
+                    relations.append(
+                        Relation(
+                            source=member, relation=relation, target=mention.key, evidence=[ev]
+                        )
+                    )
+                used.update((*members, mention.key))
+        recent = [*recent[-1:], mentions]
         if about is None and not speakers:
             continue
         if about is not None:
@@ -889,6 +913,54 @@ def _marked_claims(
             )
             claims.append((thing, relation, feature.key))
     return claims
+
+
+def _group_clauses(
+    text: str,
+    mentions: list[Mention],
+    recent: list[list[Mention]],
+    types: Mapping[str, NodeType],
+) -> list[tuple[int, int, list[str]]]:
+    """(start, end, things) of each clause that opens by counting the things named before it
+    ("三者都支持 A、B", "Both run on C"), to the clause's end: the things are the ones of one kind,
+    as many as the numeral says, that the text before the clause names, or else the unit before
+    it (`recent`, the mentions of the section's last units, latest last). Where the nearest
+    text names another count of things of every kind, the clause claims nothing.
+
+    >>> text = "X 和 Y 都很快。两者都支持 Z，但 Z 较慢"
+    >>> found = [Mention(start=text.index(c), end=text.index(c) + 1, surface=c, key=f"tool:{c}")
+    ...          for c in "XYZ"]
+    >>> types = {m.key: NodeType.TOOL for m in found}
+    >>> _group_clauses(text, found, [], types)
+    [(10, 17, ['tool:X', 'tool:Y'])]
+    >>> _group_clauses("三者都支持 Z", found[2:], [found[:2]], types)
+    []
+    """
+    groups: list[tuple[int, int, list[str]]] = []
+    for at in _GROUP_AT.finditer(text):
+        counted = _GROUP_ANAPHOR.match(text, at.end())
+        if counted is None or any(m.start == counted.end() + 1 for m in mentions):
+            continue  # "Both PyTorch and JAX …" names its things itself
+        word = counted.group(0).lower()
+        count = next(n for numeral, n in _NUMERALS.items() if numeral in word)
+        before = [m for m in mentions if m.end <= at.start()]
+        for named in (before, *reversed(recent)):
+            kinds: dict[NodeType, list[str]] = {}
+            for m in named:
+                if m.key in types and m.key.split(":")[0] in _SUBJECT_PREFIXES:
+                    kinds.setdefault(types[m.key], [])
+                    if m.key not in kinds[types[m.key]]:
+                        kinds[types[m.key]].append(m.key)
+            if not kinds:
+                continue
+            members = [keys for keys in kinds.values() if len(keys) == count]
+            if len(members) == 1:
+                end = next(
+                    (e.start() for e in _CLAUSE_END.finditer(text, counted.end())), len(text)
+                )
+                groups.append((counted.start(), end, members[0]))
+            break
+    return groups
 
 
 def _speaker(speakers: list[tuple[int, int, str]], at: int) -> str | None:

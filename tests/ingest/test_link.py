@@ -387,6 +387,25 @@ def test_names_listed_side_by_side_are_peers(lexicon: Lexicon) -> None:
     assert (ollama, "RUNS_ON", "platform:linux") in found, found
 
 
+def test_a_clause_counting_the_things_before_it_claims_for_each(lexicon: Lexicon) -> None:
+    # "两者都…" / "Both …" after a list that names that many things of one kind: each of them
+    # claims what the clause names; a count that matches nothing claims nothing
+    corpus = {
+        "engines.md": "# 引擎\n\n"
+        "- 显存：vLLM 和 TGI 在大显存卡上表现接近。\n"
+        "- 硬件：两者都支持 NVIDIA GPU，也都能在 AMD 上跑。\n"
+        "- 格式：三者都能读 GGUF。\n\n"
+        "## Serving\n\n"
+        "Ollama and llama.cpp start in seconds. Both run on Apple Silicon.\n"
+    }
+    found = triples(link_corpus(read(corpus), lexicon))
+    for engine in ("inference-engine:vllm", "inference-engine:tgi"):
+        assert (engine, "RUNS_ON", "hardware:nvidia-gpu") in found, found
+    assert not {t for t in found if t[2] == "format:gguf"}, found
+    runs = {s for s, r, t in found if r == "RUNS_ON" and t == "hardware:apple-silicon"}
+    assert len(runs) == 2 and any(s.endswith(":ollama") for s in runs), runs
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="an edition named only by a section heading ('## Zephyrix Studio') is not discovered "
