@@ -376,8 +376,8 @@ def test_names_listed_side_by_side_are_peers(lexicon: Lexicon) -> None:
     # still claims C for A
     corpus = {
         "peers.md": "# 工具\n\n"
-        "- 高阶接口（Keras 风格）：常见选择：Keras（内置于框架里）和 PyTorch Lightning 等。\n"
-        "- 本地部署（Ollama 风格）：Ollama 运行在 Linux 上。\n"
+        "- 高阶接口（Keras 式）：常见选择：Keras（内置于框架里）与 PyTorch Lightning。\n"
+        "- 本地部署（Ollama 式）：Ollama 运行在 Linux 上。\n"
     }
     found = triples(link_corpus(read(corpus), lexicon))
     keras = {(r, t) for s, r, t in found if s == "framework:keras"}
