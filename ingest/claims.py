@@ -79,7 +79,9 @@ _LIST_JOIN = (
     rf"[、,，/]|\b{cues.alternatives('document.list_join', ('en',))}\b|"
     rf"{cues.alternatives('document.list_join', ('zh',))}"
 )
-_LIST_GAP = re.compile(rf"(?:\s|（[^（）]*）|\([^()]*\)|{_LIST_JOIN})*", re.I)
+#: a remark in parentheses, which a list may hold between its names ("A（…）、B")
+_PARENTHETICAL = r"（[^（）]*）|\([^()]*\)"
+_LIST_GAP = re.compile(rf"(?:\s|{_PARENTHETICAL}|{_LIST_JOIN})*", re.I)
 _LIST_MARK = re.compile(_LIST_JOIN, re.I)
 
 
@@ -106,7 +108,7 @@ def listed_together(text: str, one: Mention, other: Mention, mentions: list[Ment
     for inside in sorted(mentions, key=lambda m: -m.start):
         if first.end <= inside.start and inside.end <= second.start:
             gap = gap[: inside.start - first.end] + " " + gap[inside.end - first.end :]
-    bare = re.sub(r"（[^（）]*）|\([^()]*\)", " ", gap)
+    bare = re.sub(_PARENTHETICAL, " ", gap)
     # two names side by side ("Quillon 推理", "Linux GPU") are one phrase, not a list
     return _LIST_GAP.fullmatch(gap) is not None and _LIST_MARK.search(bare) is not None
 

@@ -19,7 +19,7 @@ the others ("Flash Attention" in ExLlamaV2's README is FlashAttention's project)
    sentence or clause of the unit that opens with a thing and a verb speaks of that thing
    instead, within its own span, in a unit about nothing as a whole too ("部署：各有所长，
    A 通过 B 也可部署，C 需要 D": A claims B, C claims D). A thing listed beside the subject
-   ("常见选择：A、B", "Windows, Linux and macOS") is its peer, merely mentioned.
+   ("常见选择：A、B", "A, B or C") is its peer, merely mentioned.
 4. **Advice**: a unit shaped "For <situation>: use <thing>" / "<情形>：用 <thing>" recommends
    the thing for that situation (`advice`): a Scenario or Persona node, or the hardware or
    platform the situation names.
@@ -113,7 +113,7 @@ _HEADING_LEAD = re.compile(rf"^{cues.alternatives('document.heading_lead')}\s*",
 _GROUP_ANAPHOR = re.compile(cues.alternatives("document.group_anaphor"), re.I)
 _GROUP_AT = re.compile(r"(?:^|(?<=[：:，,；;。.!?]))\s*")
 _NUMERALS = {"两": 2, "二": 2, "三": 3, "四": 4, "both": 2, "two": 2, "three": 3, "four": 4}
-#: a lead term's closing parenthesis, and what may follow the one name inside it ("Keras 风格")
+#: a lead term's closing parenthesis, and what may follow the one name inside it ("Quillon 风格")
 _LEAD_PARENTHESIS = re.compile(r"[（(]\s*([^（）()]+?)\s*[）)]\s*$")
 _NAME_MODIFIER = re.compile(rf"[\s-]?(?:{cues.alternatives('names.name_modifier')})?", re.I)
 
@@ -613,22 +613,9 @@ def _link_units(
         speakers += _clause_openers(unit.text, mentions)
         recent = [] if section != unit.heading_path else recent
         section = unit.heading_path
-        for start, end, members in _group_clauses(unit.text, mentions, recent, types):
-            for mention in mentions:
-                if not start <= mention.start < end or mention.key not in types:
-                    continue
-                if types[mention.key] == NodeType.CRITERION or mention.key in members:
-                    continue
-                relation = claim_relation(unit.text, mention.start, mention.end, types[mention.key])
-                for member in members:
-                    relations.append(
-                        Relation(
-                            source=member, relation=relation, target=mention.key, evidence=[ev]
-                        )
-                    )
-                used.update((*members, mention.key))
+        groups = _group_clauses(unit.text, mentions, recent, types)
         recent = [*recent[-1:], mentions]
-        if about is None and not speakers:
+        if about is None and not speakers and not groups:
             continue
         if about is not None:
             used.add(about)
@@ -636,22 +623,30 @@ def _link_units(
             source = _speaker(speakers, mention.start) or about
             if mention.key == source:
                 source = about  # the thing a clause speaks of is the unit subject's
-            if source is None or mention.key == source or mention.key not in types:
-                continue
-            if types[mention.key] == NodeType.CRITERION:
+            # the things a counting clause holding the mention counts claim it too
+            counted = next((things for s, e, things in groups if s <= mention.start < e), [])
+            sources: list[str | None] = [*([] if mention.key in counted else counted), source]
+            if mention.key not in types or types[mention.key] == NodeType.CRITERION:
                 continue  # "performance" in running text is no claim about a criterion
             relation = claim_relation(unit.text, mention.start, mention.end, types[mention.key])
-            if any(
-                listed_together(unit.text, own, mention, mentions)
-                for own in mentions
-                if own.key == source
-            ):
-                relation = RelationType.MENTIONS  # named beside it in one list: its peer
-            relations.append(
-                Relation(source=source, relation=relation, target=mention.key, evidence=[ev])
-            )
-            used.add(source)
-            used.add(mention.key)
+            for claimant in dict.fromkeys(sources):
+                if claimant is None or claimant == mention.key:
+                    continue
+                peer = any(
+                    listed_together(unit.text, own, mention, mentions)
+                    for own in mentions
+                    if own.key == claimant
+                )
+                relations.append(
+                    Relation(
+                        source=claimant,
+                        # named beside it in one list: its peer
+                        relation=RelationType.MENTIONS if peer else relation,
+                        target=mention.key,
+                        evidence=[ev],
+                    )
+                )
+                used.update((claimant, mention.key))
     return record.model_copy(
         update={
             "linked": True,
@@ -1013,7 +1008,7 @@ def _unit_subject(
 def _parenthesized(lead: str, matcher: NameMatcher) -> str | None:
     """The thing a lead term names in its closing parenthesis, and nothing more there but an
     adjective's ending: a term that says which thing it stands for ("易用接口（Keras 式）",
-    "Weight quantization (bitsandbytes)"). A place, a piece of hardware or a concept there
+    "ZeRO offload (DeepSpeed)"). A place, a piece of hardware or a concept there
     ("最快路线（多卡 GPU）") is a condition, not a subject."""
     found = _LEAD_PARENTHESIS.search(lead)
     if found is None:
