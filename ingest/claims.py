@@ -9,6 +9,7 @@ import re
 from kg import cues
 from kg.lexicon import Mention
 from kg.schema import (
+    IDEA_TYPES,
     SOLUTION_TYPES,
     NodeType,
     RelationType,
@@ -71,6 +72,7 @@ _BY_TARGET: dict[NodeType, RelationType] = {
     NodeType.INFERENCE_ENGINE: RelationType.USED_WITH,
     NodeType.TOOL: RelationType.USED_WITH,
     NodeType.CONCEPT: RelationType.SUPPORTS,
+    NodeType.EXECUTION_MODE: RelationType.SUPPORTS,
 }
 
 
@@ -152,7 +154,7 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     if (
         _ALTERNATIVE.search(before[-50:])
         and target in SOLUTION_TYPES
-        and target not in (NodeType.HARDWARE, NodeType.PLATFORM, NodeType.CONCEPT)
+        and target not in IDEA_TYPES | {NodeType.HARDWARE, NodeType.PLATFORM}
     ):
         return RelationType.ALTERNATIVE_TO
     if _EXPORT.search(before[-40:]) and target in (NodeType.FORMAT, NodeType.INFERENCE_ENGINE):
@@ -191,7 +193,7 @@ def advice(
             if mention.start < situation_end and kind not in _SITUATIONAL:
                 return None
             if mention.start >= match.end() and mention.start - match.end() <= 2:
-                if kind in SOLUTION_TYPES and kind not in (NodeType.HARDWARE, NodeType.CONCEPT):
+                if kind in SOLUTION_TYPES - IDEA_TYPES and kind != NodeType.HARDWARE:
                     return match.group("situation").strip(), mention.key
                 return None
         return None

@@ -17,7 +17,7 @@ from ingest.patterns import RECOMMEND_CUE
 from ingest.resolve import DocumentEntities
 from kg import cues
 from kg.lexicon import Mention
-from kg.schema import SOLUTION_TYPES, Evidence, NodeType, RelationType
+from kg.schema import IDEA_TYPES, SOLUTION_TYPES, Evidence, NodeType, RelationType
 
 __all__ = ["cue_recommendations", "segments"]
 
@@ -34,7 +34,7 @@ _LEAD = re.compile(
 )
 _SEPARATOR = re.compile(rf"^(?:[\s、,，/+]|{cues.alternatives('document.list_join')})*$", re.I)
 _SITUATION_TAIL = re.compile(rf"{cues.alternatives('document.situation_tail')}+$")
-_CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
+_CHOOSABLE = SOLUTION_TYPES - IDEA_TYPES - {NodeType.HARDWARE}
 
 
 def segments(text: str) -> list[tuple[int, int]]:

@@ -40,6 +40,7 @@ from kg import cues
 from kg.documents import Block, BlockKind, Document
 from kg.lexicon import Lexicon
 from kg.schema import (
+    IDEA_TYPES,
     SOLUTION_TYPES,
     Evidence,
     Extraction,
@@ -51,7 +52,8 @@ from kg.schema import (
 __all__ = ["extract_document"]
 
 _STARS = re.compile(r"[★☆]+")
-_MODE_TYPES = {NodeType.CONCEPT}
+#: what a default-mode cue points to: an execution mode (a concept where a document names one)
+_MODE_TYPES = IDEA_TYPES
 
 
 def extract_document(doc: Document, blocks: list[Block], lexicon: Lexicon) -> Extraction:
@@ -106,7 +108,7 @@ def _mention_edges(
             relation = RelationType.EXPORTS_TO
         elif target_type in (NodeType.TECHNIQUE, NodeType.PARALLEL_STRATEGY):
             relation = RelationType.IMPLEMENTS
-        elif target_type in SOLUTION_TYPES and target_type != NodeType.CONCEPT:
+        elif target_type in SOLUTION_TYPES and target_type not in IDEA_TYPES:
             relation = RelationType.USED_WITH
         else:
             continue
@@ -637,7 +639,7 @@ def _prose_patterns(found: DocumentEntities, start: int, clause: str, ev: Eviden
         kind = found.type_of(eid)
         if kind == NodeType.HARDWARE and subject is not None:
             found.relate(subject, RelationType.RUNS_ON, eid, ev)
-        elif kind in SOLUTION_TYPES and kind not in (NodeType.HARDWARE, NodeType.CONCEPT):
+        elif kind in SOLUTION_TYPES - IDEA_TYPES and kind != NodeType.HARDWARE:
             subject = eid
     export = EXPORT_CUE.search(clause)
     if export:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "ALLOWED_ENDPOINTS",
     "FUNCTIONAL_RELATIONS",
+    "IDEA_TYPES",
     "SCHEMA_VERSION",
     "SITUATION_TYPES",
     "SOLUTION_TYPES",
@@ -58,6 +59,7 @@ class NodeType(StrEnum):
     PLATFORM = "Platform"  # an operating system or compute platform: Linux, WSL, CUDA, ROCm
     LANGUAGE = "Language"  # a programming language: Python, Rust, C++
     LICENSE = "License"  # Apache-2.0, MIT, AGPL-3.0
+    EXECUTION_MODE = "ExecutionMode"  # how a framework runs a program: eager, graph mode
 
     @property
     def prefix(self) -> str:
@@ -78,8 +80,11 @@ SOLUTION_TYPES = frozenset(
         NodeType.FORMAT,
         NodeType.MODEL,
         NodeType.CONCEPT,
+        NodeType.EXECUTION_MODE,
     }
 )
+#: Node types that name an idea, not a thing one installs or picks on its own.
+IDEA_TYPES = frozenset({NodeType.CONCEPT, NodeType.EXECUTION_MODE})
 #: Node types that describe a situation a recommendation is for.
 SITUATION_TYPES = frozenset(
     {
@@ -88,6 +93,7 @@ SITUATION_TYPES = frozenset(
         NodeType.CRITERION,
         NodeType.HARDWARE,
         NodeType.CONCEPT,
+        NodeType.EXECUTION_MODE,
         NodeType.PLATFORM,
     }
 )
@@ -139,7 +145,10 @@ ALLOWED_ENDPOINTS: dict[RelationType, tuple[frozenset[NodeType], frozenset[NodeT
     RelationType.PART_OF_ECOSYSTEM: (SOLUTION_TYPES, SOLUTION_TYPES | {NodeType.ORGANIZATION}),
     RelationType.USED_WITH: (SOLUTION_TYPES, SOLUTION_TYPES),
     RelationType.HAS_PROPERTY: (_ANY, _ANY),
-    RelationType.DEFAULT_MODE: (SOLUTION_TYPES, frozenset({NodeType.CONCEPT, NodeType.TECHNIQUE})),
+    RelationType.DEFAULT_MODE: (
+        SOLUTION_TYPES,
+        frozenset({NodeType.EXECUTION_MODE, NodeType.CONCEPT, NodeType.TECHNIQUE}),
+    ),
     RelationType.SUPPORTS: (_ANY, _ANY),
     RelationType.REQUIRES: (_ANY, _ANY),
     RelationType.NOT_SUPPORTED: (_ANY, _ANY),

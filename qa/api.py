@@ -31,7 +31,7 @@ from kg.errors import QuestionError, StoreError
 from kg.graph import GraphStats
 from kg.heap import no_collection
 from kg.lexicon import Lexicon
-from kg.schema import NodeType
+from kg.schema import IDEA_TYPES, NodeType
 from kg.store import (
     LEXICAL_FILE,
     UNIT_DOCS_FILE,
@@ -75,7 +75,7 @@ _GENERIC_LINKS = frozenset(
         NodeType.CRITERION,
         NodeType.HARDWARE,
         NodeType.LANGUAGE,
-        NodeType.CONCEPT,
+        *IDEA_TYPES,
         NodeType.ORGANIZATION,
     }
 )

@@ -36,6 +36,7 @@ TYPE_COLOURS = {
     "Platform": "#99f6e4",
     "Language": "#fef08a",
     "License": "#f1f5f9",
+    "ExecutionMode": "#e9d5ff",
 }
 #: node type -> (zh, en) legend words
 TYPE_NAMES: dict[str, tuple[str, str]] = {
@@ -56,6 +57,7 @@ TYPE_NAMES: dict[str, tuple[str, str]] = {
     "Platform": ("平台", "Platform"),
     "Language": ("编程语言", "Language"),
     "License": ("许可证", "License"),
+    "ExecutionMode": ("执行模式", "Execution mode"),
 }
 
 

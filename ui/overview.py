@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from kg.graph import KnowledgeGraph
-from kg.schema import NodeType
+from kg.schema import IDEA_TYPES
 from ui.graphview import TYPE_COLOURS, TYPE_NAMES
 from ui.panels import Lang, t
 
@@ -34,7 +34,7 @@ __all__ = [
 
 _SHOWN_DOCUMENTS = 12
 #: entity types too general to show as what a store is about
-_BACKGROUND = frozenset({NodeType.CONCEPT})
+_BACKGROUND = IDEA_TYPES
 
 
 class EntityCount(BaseModel):

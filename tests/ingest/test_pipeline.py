@@ -298,8 +298,8 @@ def test_conflicting_default_modes_both_stay(graph: KnowledgeGraph) -> None:
         if r.relation == RelationType.DEFAULT_MODE
         for ev in r.evidence
     }
-    assert ("concept:graph-mode", SEED_1) in modes
-    assert ("concept:eager-execution", SEED_2) in modes
+    assert ("execution-mode:graph-mode", SEED_1) in modes
+    assert ("execution-mode:eager-execution", SEED_2) in modes
 
 
 def _name_key(name: str) -> str:

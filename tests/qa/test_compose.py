@@ -29,7 +29,7 @@ DOCS = {"guide.md": GUIDE, "essay.md": ESSAY}
 RESEARCH = "scenario:做研究"
 TF_TEAM = "persona:已有-tensorflow-团队"
 PYTORCH, JAX, TF = "framework:pytorch", "framework:jax", "framework:tensorflow"
-GRAPH_MODE, EAGER = "concept:graph-mode", "concept:eager-execution"
+GRAPH_MODE, EAGER = "execution-mode:graph-mode", "execution-mode:eager-execution"
 
 
 def _ev(doc: str, quote: str) -> Evidence:
@@ -45,8 +45,8 @@ def _graph(*, qualified: bool = False) -> KnowledgeGraph:
         (PYTORCH, NodeType.FRAMEWORK, "PyTorch"),
         (JAX, NodeType.FRAMEWORK, "JAX"),
         (TF, NodeType.FRAMEWORK, "TensorFlow"),
-        (GRAPH_MODE, NodeType.CONCEPT, "Graph Mode"),
-        (EAGER, NodeType.CONCEPT, "Eager Execution"),
+        (GRAPH_MODE, NodeType.EXECUTION_MODE, "Graph Mode"),
+        (EAGER, NodeType.EXECUTION_MODE, "Eager Execution"),
     ]:
         graph.add_entity(Entity(id=node, type=kind, name=name))
     ranking = _ev("guide.md", "做研究 → PyTorch > JAX > TensorFlow")

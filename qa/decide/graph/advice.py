@@ -17,7 +17,7 @@ from ingest.patterns import DEFAULT_CUE
 from ingest.text import Tokenizer
 from kg import cues
 from kg.graph import KnowledgeGraph
-from kg.schema import FUNCTIONAL_RELATIONS, SOLUTION_TYPES, NodeType, RelationType
+from kg.schema import FUNCTIONAL_RELATIONS, IDEA_TYPES, SOLUTION_TYPES, NodeType, RelationType
 from qa import weights as W
 from qa.read.understand import has_choice_cue
 from qa.retrieve import path_from_relations
@@ -59,9 +59,9 @@ _SITUATIONAL = frozenset(
 )
 _ROUTE_RELATIONS = frozenset({RelationType.EXPORTS_TO, RelationType.USED_WITH})
 #: What a person picks: a question naming one of these is about something the graph covers.
-_CHOOSABLE = SOLUTION_TYPES - {NodeType.HARDWARE, NodeType.CONCEPT}
+_CHOOSABLE = SOLUTION_TYPES - IDEA_TYPES - {NodeType.HARDWARE}
 #: Linked nodes that many things relate to: a link to one does not make a question about them.
-_GENERIC = frozenset({NodeType.HARDWARE, NodeType.CONCEPT})
+_GENERIC = IDEA_TYPES | {NodeType.HARDWARE}
 #: A yes/no question: "Is X still recommended…?", "Should I still use X?", "X 还推荐吗？", "是否…".
 _YES_NO = cues.pattern("question.yes_no_should")
 #: Kinds that ask about something rather than for something.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from kg import cues
-from kg.schema import NodeType, normalize_name
+from kg.schema import IDEA_TYPES, NodeType, normalize_name
 from qa import weights as W
 from qa.read.frame import QuestionFrame, named_things
 from qa.read.shapes import version_after
@@ -27,7 +27,7 @@ _RATE_TEXT = cues.pattern("value.rate")
 
 
 _VAGUE_PREFIXES = frozenset(
-    t.prefix for t in (NodeType.CRITERION, NodeType.CONCEPT, NodeType.SCENARIO, NodeType.PERSONA)
+    t.prefix for t in (NodeType.CRITERION, *IDEA_TYPES, NodeType.SCENARIO, NodeType.PERSONA)
 )
 
 
