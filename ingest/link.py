@@ -997,6 +997,12 @@ def _unit_subject(
         context = matcher.find(unit.context)
         if context and context[0].start <= 1 and _PREDICATE.match(unit.context[context[0].end :]):
             return context[0].key
+        # a label over the block ("**Option A (fast)**" before its list) reads as a heading
+        label = unit.context.rstrip(":：")
+        if label not in heading_subjects:
+            heading_subjects[label] = _heading_subject(label, matcher)
+        if heading_subjects[label] is not None:
+            return heading_subjects[label]
     for title in reversed(unit.heading_path[-3:]):
         if title not in heading_subjects:
             heading_subjects[title] = _heading_subject(title, matcher)

@@ -137,7 +137,7 @@ class _Builder:
             if _navigation(block.text):
                 return  # a bar or a block of links: no statement to quote
             made = self.sentences(block, block.start, block.end, UnitKind.SENTENCE)
-            if made and made[-1].text.endswith((":", "：")):
+            if made and (made[-1].text.endswith((":", "：")) or _LABEL.match(block.text)):
                 self.lead_in = made[-1].text
         elif block.kind in (BlockKind.LIST, BlockKind.DECISION_TREE):
             self.items(block, context)
@@ -228,6 +228,9 @@ class _Builder:
 
 
 _LINK = re.compile(r"\]\(|<a\s|href=", re.I)
+#: a paragraph that is one bold label and nothing else ("**Pros**", "__Option A (fast)__"): like
+#: a sentence ending in ":", it introduces the block after it
+_LABEL = re.compile(r"^\s*(\*\*|__)(?=\S)(?:(?!\1)[^\n])+?(?<=\S)\1[:：]?\s*$")
 
 
 def _navigation(source: str) -> bool:

@@ -157,6 +157,21 @@ def test_colon_context_is_chinese_too_and_reaches_code() -> None:
     ]
 
 
+def test_a_bold_label_alone_gives_the_next_block_its_context() -> None:
+    text = (
+        "**Kestrel (fast mode)**\n\n- small batches only\n- needs two cards\n\n"
+        "**Kestrel** is the default and **Wren** is not.\n\n- another item\n"
+    )
+    _, units = units_of(text)
+    assert [(u.text, u.context) for u in units] == [
+        ("Kestrel (fast mode)", ""),
+        ("small batches only", "Kestrel (fast mode)"),
+        ("needs two cards", "Kestrel (fast mode)"),
+        ("Kestrel is the default and Wren is not.", ""),
+        ("another item", ""),
+    ]
+
+
 def test_colon_context_does_not_cross_a_heading() -> None:
     _, units = units_of("Requirements:\n\n## Next\n\n- Python 3.10\n")
     assert [(u.text, u.context) for u in units] == [
