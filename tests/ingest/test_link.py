@@ -406,6 +406,20 @@ def test_a_clause_counting_the_things_before_it_claims_for_each(lexicon: Lexicon
     assert len(runs) == 2 and any(s.endswith(":ollama") for s in runs), runs
 
 
+def test_a_bold_label_over_a_list_is_what_its_items_are_about(lexicon: Lexicon) -> None:
+    # a page comparing options labels each option's list in bold: its items speak of that
+    # option, not of the page's subject; a plain paragraph between breaks the label's reach
+    corpus = {
+        "options.md": "# Ways to serve\n\nTwo engines are compared below.\n\n"
+        "**vLLM (throughput)**\n\n- ✅ batches many requests\n- ❗ needs an NVIDIA GPU\n\n"
+        "**Ollama**\n\nA note on setup follows.\n\n- runs on Linux\n"
+    }
+    links = link_corpus(read(corpus), lexicon)
+    found = triples(links)
+    assert ("inference-engine:vllm", "REQUIRES", "hardware:nvidia-gpu") in found, found
+    assert subject_of(links, "options.md", "runs on Linux") != "inference-engine:ollama"
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="an edition named only by a section heading ('## Zephyrix Studio') is not discovered "
