@@ -582,6 +582,8 @@ def discover_names(
             # the corpus writes in lower case, "neon", is none)
             if looks_like_entity(name) and (re.search(r"\d", name) or name not in plain_words):
                 found.append(Discovered(name, unit, [], node_type, "family"))
+        for name, node_type in listed_peers(unit.text, lexicon, plain_words):
+            found.append(Discovered(name, unit, [], node_type, "peer"))
     _first_column_names(units, lexicon, name_ok, found)
     # each table's header once, in document order (a set's order follows the hash seed)
     headers = dict.fromkeys(
@@ -593,6 +595,94 @@ def discover_names(
             unit = next(u for u in units if tuple(u.header) == header)
             found.extend(Discovered(h, unit, [], type_from_name(h), "column") for h in named)
     return found
+
+
+#: a stretch of text an enumeration lies in: no sentence, clause or bracket break inside
+_ENUMERATION = re.compile(r"[^。；;:：!?！？()（）\[\]<>\n]+")
+_ITEM_SEPARATOR = re.compile(
+    rf"\s*(?:[、,，/]|\s(?:{cues.alternatives('document.list_join', ('en',))})\s"
+    rf"|{cues.alternatives('document.list_join', ('zh',))})\s*",
+    re.I,
+)
+_PEER = r"[A-Za-z][A-Za-z0-9.+\-]*[A-Za-z0-9+]"
+_PEER_FIRST = re.compile(rf"(?<![A-Za-z0-9.\-])({_PEER})$")
+_PEER_LAST = re.compile(rf"^({_PEER})(?![A-Za-z0-9+\-]|\.\w)")
+#: kinds whose things are listed side by side with their peers ("GPTQ, AWQ and …")
+_PEER_KINDS = frozenset(
+    {
+        NodeType.FRAMEWORK,
+        NodeType.LIBRARY,
+        NodeType.INFERENCE_ENGINE,
+        NodeType.TOOL,
+        NodeType.HARDWARE,
+        NodeType.PARALLEL_STRATEGY,
+        NodeType.TECHNIQUE,
+        NodeType.FORMAT,
+        NodeType.MODEL,
+    }
+)
+
+
+def listed_peers(
+    text: str, lexicon: Lexicon, plain_words: AbstractSet[str]
+) -> list[tuple[str, NodeType]]:
+    """Names listed beside known names of one kind, typed as those: an enumeration of three
+    items or more ("A、B、C", "A, B and C") of which two or more are the lexicon's things of
+    one kind and most of its known items are of that kind. The first item may carry the words
+    before the list and the last the words after it ("支持 A、B 和 Zorro 量化"); an ordinary
+    word, a phrase or a name of another kind is no peer.
+
+    >>> lexicon = Lexicon.default()
+    >>> listed_peers("压缩可选AWQ、GPTQ、Zorro 或 QXQ方案", lexicon, set())
+    [('Zorro', <NodeType.TECHNIQUE: 'Technique'>), ('QXQ', <NodeType.TECHNIQUE: 'Technique'>)]
+    >>> listed_peers("Serve it with vLLM, TGI or Kestrel-X.", lexicon, set())
+    [('Kestrel-X', <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>)]
+    >>> listed_peers("vLLM, TGI and friends", lexicon, {"friends"})
+    []
+    >>> listed_peers("AWQ, GPTQ or ZQX", lexicon, {"zqx"})  # capitals: a name, whatever flags say
+    [('ZQX', <NodeType.TECHNIQUE: 'Technique'>)]
+    >>> listed_peers("PyTorch, Linux and Zorro", lexicon, set())
+    []
+    """
+    out: list[tuple[str, NodeType]] = []
+    for stretch in _ENUMERATION.finditer(text):
+        items = [i.strip() for i in _ITEM_SEPARATOR.split(stretch.group(0))]
+        if len(items) < 3:
+            continue
+        kinds: Counter[NodeType] = Counter()
+        unknown: list[str] = []
+        for at, item in enumerate(items):
+            entry = lexicon.lookup(item)
+            if entry is None:
+                mentions = lexicon.entity_mentions(item)
+                if mentions and (
+                    (at == 0 and mentions[-1].end == len(item))
+                    or (at == len(items) - 1 and mentions[0].start == 0)
+                ):
+                    entry = lexicon.entries.get(mentions[-1 if at == 0 else 0].key)
+            if entry is not None:
+                kinds[entry.type] += 1
+                continue
+            if at == 0:
+                token = _PEER_FIRST.search(item)
+            elif at == len(items) - 1:
+                token = _PEER_LAST.match(item)
+            else:
+                token = re.fullmatch(_PEER, item)
+            if token is None:
+                continue
+            name = token.group(0) if token.re.groups == 0 else token.group(1)
+            shaped = _name_shaped(name, plain_words) or (
+                name[:1].isupper() and not common_word(name, plain_words)
+            )
+            if looks_like_entity(name) and shaped:
+                unknown.append(name)
+        if not kinds or not unknown:
+            continue
+        kind, count = kinds.most_common(1)[0]
+        if kind in _PEER_KINDS and count >= 2 and 2 * count > kinds.total():
+            out.extend((name, kind) for name in unknown)
+    return out
 
 
 def _abbreviates(short: str, long: str) -> bool:

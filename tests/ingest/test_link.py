@@ -420,6 +420,21 @@ def test_a_bold_label_over_a_list_is_what_its_items_are_about(lexicon: Lexicon) 
     assert subject_of(links, "options.md", "runs on Linux") != "inference-engine:ollama"
 
 
+def test_a_name_listed_among_known_things_of_one_kind_is_of_that_kind(lexicon: Lexicon) -> None:
+    # "AWQ, GPTQ or Zorro": Zorro is a quantization method as its peers are, and the section
+    # it heads is about it; a list of things of mixed kinds types nothing
+    corpus = {
+        "squeeze.md": "# Squeeze\n\nSqueeze compresses weights with AWQ, GPTQ or Zorro.\n\n"
+        "## Zorro quantization\n\nZorro runs on Linux only.\n\n"
+        "## Other\n\nWe tested PyTorch, Linux and Wombat.\n"
+    }
+    links = link_corpus(read(corpus), lexicon)
+    types = {e.id: e.type for e in links.extraction.entities}
+    assert types.get("technique:zorro") == NodeType.TECHNIQUE, types
+    assert ("technique:zorro", "RUNS_ON", "platform:linux") in triples(links)
+    assert not any(eid.endswith(":wombat") for eid in types), types
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="an edition named only by a section heading ('## Zephyrix Studio') is not discovered "
