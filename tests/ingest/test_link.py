@@ -490,6 +490,19 @@ def _claim(text: str, name: str, target: NodeType) -> RelationType:
             NodeType.FRAMEWORK,
             RelationType.ALTERNATIVE_TO,
         ),
+        (
+            "Unlike LoRA, it trains every weight",
+            "LoRA",
+            NodeType.TECHNIQUE,
+            RelationType.ALTERNATIVE_TO,
+        ),
+        (
+            "Weights stay whole, like in ZeRO",
+            "ZeRO",
+            NodeType.PARALLEL_STRATEGY,
+            RelationType.ALTERNATIVE_TO,
+        ),
+        ("不同于 LoRA，它训练全部权重", "LoRA", NodeType.TECHNIQUE, RelationType.ALTERNATIVE_TO),
         ("Export models to ONNX", "ONNX", NodeType.FORMAT, RelationType.EXPORTS_TO),
         ("Supports GGUF files", "GGUF", NodeType.FORMAT, RelationType.SUPPORTS),
         (
