@@ -997,7 +997,8 @@ def _unit_subject(
         context = matcher.find(unit.context)
         if context and context[0].start <= 1 and _PREDICATE.match(unit.context[context[0].end :]):
             return context[0].key
-        # a label over the block ("**Option A (fast)**" before its list) reads as a heading
+        # a label over the block ("**Option A (fast)**" before its list), or a short lead-in
+        # that names a thing first ("Kestrel backend supports:"), reads as a heading
         label = unit.context.rstrip(":：")
         if label not in heading_subjects:
             heading_subjects[label] = _heading_subject(label, matcher)

@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ingest.names import squash, surface_keys
+from kg import cues
 from kg.documents import EvidenceUnit
 from kg.lexicon import Lexicon
 from kg.schema import Entity, NodeType, Relation, normalize_name
@@ -69,6 +70,7 @@ def linker_fingerprint(lexicon: Lexicon) -> str:
     patterns = [(p.pattern, t.value) for p, t in lexicon.patterns]
     blob = json.dumps([entries, lexicon.terms, patterns], sort_keys=True, ensure_ascii=False)
     digest.update(blob.encode("utf-8"))
+    digest.update(cues.fingerprint().encode())
     return digest.hexdigest()[:24]
 
 

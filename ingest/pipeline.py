@@ -36,6 +36,7 @@ from ingest.structure import command_spans
 from ingest.text import Tokenizer
 from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
 from ingest.workers import InOrder, Processed, default_workers, processed_in_order
+from kg import cues
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
 from kg.errors import StoreError
 from kg.graph import GraphStats
@@ -150,16 +151,19 @@ class IngestReport(BaseModel):
 #: typed by an articleless or Chinese description headed by a kind word ("image to text
 #: model", "高性能训练加速库"), a table's names by their column's label ("Model"). 10: a list's
 #: leads by the kind the sentence introducing the list names ("… these models:").
-EXTRACTOR_VERSION = 10
+#: 11: a paragraph that is one bold label introduces the block after it (its items' context).
+EXTRACTOR_VERSION = 11
 
 
 def lexicon_hash(lexicon: Lexicon) -> str:
-    """A fingerprint of the lexicon and the extractor: a change re-extracts every document
-    (embeddings stay)."""
+    """A fingerprint of the lexicon, the cue words and the extractor: a change re-extracts
+    every document (embeddings stay)."""
     entries = [e.model_dump(mode="json") for e in lexicon.entries.values()]
     patterns = [(p.pattern, t.value) for p, t in lexicon.patterns]
     blob = json.dumps(
-        [EXTRACTOR_VERSION, entries, lexicon.terms, patterns], sort_keys=True, ensure_ascii=False
+        [EXTRACTOR_VERSION, cues.fingerprint(), entries, lexicon.terms, patterns],
+        sort_keys=True,
+        ensure_ascii=False,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 

@@ -19,13 +19,14 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from functools import cache
 from importlib import resources
 from typing import Final
 
-__all__ = ["LANGUAGES", "alternatives", "known_keys", "pattern", "words"]
+__all__ = ["LANGUAGES", "alternatives", "fingerprint", "known_keys", "pattern", "words"]
 
 #: the languages with a cue file, in the order their alternatives are joined
 LANGUAGES: Final = ("en", "zh")
@@ -54,6 +55,19 @@ def _flatten(table: dict[str, object], prefix: str = "") -> dict[str, tuple[str,
 def _raw(language: str) -> dict[str, tuple[str, ...]]:
     text = resources.files("kg").joinpath(f"data/cues_{language}.toml").read_text("utf-8")
     return _flatten(tomllib.loads(text))
+
+
+@cache
+def fingerprint() -> str:
+    """A digest of every language's cue file: what ingest made with other cues is made again.
+
+    >>> len(fingerprint())
+    16
+    """
+    digest = hashlib.sha256()
+    for language in LANGUAGES:
+        digest.update(resources.files("kg").joinpath(f"data/cues_{language}.toml").read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @cache

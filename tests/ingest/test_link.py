@@ -11,8 +11,11 @@ import pytest
 
 import ingest.link as link_module
 from ingest.link import CorpusLinks, NameMatcher, claim_relation, flex_pattern, link_corpus
+from ingest.link_cache import linker_fingerprint
 from ingest.markdown import parse_markdown
+from ingest.pipeline import lexicon_hash
 from ingest.units import document_units
+from kg import cues
 from kg.documents import Document, EvidenceUnit
 from kg.lexicon import Lexicon
 from kg.schema import NodeType, RelationType, normalize_name
@@ -677,3 +680,14 @@ def test_an_opening_phrase_and_a_pointing_back_sentence_keep_the_subject(lexicon
     assert (deepspeed, "RUNS_ON", "hardware:nvidia-gpu") in triples(links)
     assert subject_of(links, "notes.md", "This library has a pure Python fallback.") != deepspeed
     assert subject_of(links, "notes.md", "该引擎需要 CUDA。") == "inference-engine:tensorrt"
+
+
+def test_other_cue_words_link_and_extract_again(
+    lexicon: Lexicon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the cue words decide claims and names as the code does: a store made under other words
+    # is linked and extracted again, not read from its caches
+    before = linker_fingerprint(lexicon), lexicon_hash(lexicon)
+    monkeypatch.setattr(cues, "fingerprint", lambda: "other words")
+    assert linker_fingerprint(lexicon) != before[0]
+    assert lexicon_hash(lexicon) != before[1]
