@@ -324,6 +324,44 @@ def _reasons(points: list[DraftPoint], pick: Candidate, limit: int) -> list[Draf
     return chosen
 
 
+def _further(
+    reading: Reading, pick: DraftRecommendation, point: PointMaker, limit: int
+) -> list[DraftPoint]:
+    """The best units of `reading.further` that lie in a section one of the pick's points lies
+    in and speak of it (its name in the text or the section's title, or an edge of it), none
+    inside a point's span: what the pick's own section goes on to say, which retrieval ranked
+    below what the reader read.
+
+    >>> from kg.documents import UnitKind
+    >>> def u(i, title):
+    ...     return EvidenceUnit(id=f"d#{i}", doc="d", start=i * 10, end=i * 10 + 9,
+    ...                         kind=UnitKind.SENTENCE, text=f"s{i}", heading_path=(title,))
+    >>> def pt(unit, prefer):
+    ...     return DraftPoint(doc=unit.doc, start=unit.start, end=unit.end, quote=unit.text,
+    ...                       text=unit.text, heading=unit.heading_path[-1])
+    >>> reading = Reading(question="q", language="en", choose=True, evidence=[u(0, "QAT")],
+    ...                   further=[u(1, "PTQ"), u(2, "QAT"), u(3, "QAT"), u(4, "QAT")])
+    >>> rec = DraftRecommendation(id="value:QAT", name="QAT", points=[pt(u(0, "QAT"), None)])
+    >>> [p.start for p in _further(reading, rec, pt, 2)]
+    [20, 30]
+    """
+    candidate = Candidate(name=pick.name, entity=None if pick.id.startswith("value:") else pick.id)
+    sections = {(p.doc, p.heading) for p in pick.points}
+    found: list[DraftPoint] = []
+    for unit in reading.further:
+        if len(found) >= limit:
+            break
+        if (unit.doc, unit.heading_path[-1] if unit.heading_path else "") not in sections:
+            continue
+        made = point(unit, candidate.entity)
+        inside = any(
+            q.doc == made.doc and q.start <= made.start < q.end for q in [*pick.points, *found]
+        )
+        if not inside and _names(made, candidate):
+            found.append(made)
+    return found
+
+
 def _cites(point: DraftPoint, candidate: Candidate) -> bool:
     """Whether a point cites an edge of the candidate's entity (a bare name has none)."""
     return bool(candidate.entity) and any(
@@ -392,11 +430,15 @@ def draft_from_verdict(
     *,
     max_reasons: int = 3,
     max_facts: int = 6,
+    max_further: int = 2,
 ) -> AnswerDraft:
     """The answer draft a verdict makes over `base` (the graph's draft of the same question:
     its conflicts, caveats, snippets and notes stay). The pick comes with the graph's reasons
     when the graph picked it too, else with the evidence that speaks of it (what the reader cited
-    first); the graph's other picks follow as alternatives. The facts are the evidence the
+    first), and, the reader's pick standing, at most `max_further` units retrieval ranked below
+    what the reader read that lie in the sections of those and speak of the pick (`_further`);
+    the graph's other picks
+    follow as alternatives. The facts are the evidence the
     reader cited, the graph's facts, then the rest of what the reader read, each span once: at
     most `max_facts`, but never fewer than the units the reader read, so that what it decided
     from is on screen. The sentence is the prose."""
@@ -428,8 +470,12 @@ def draft_from_verdict(
             else:
                 notes.append(f"the reader picked {pick.name}, which no evidence shown names")
         if recommendations:
-            # the graph's own picks, after the reader's, each with its best reason
             first = recommendations[0]
+            more = [] if bound is not None else _further(reading, first, point, max_further)
+            if more:
+                first = first.model_copy(update={"points": [*first.points, *more]})
+                recommendations[0] = first
+            # the graph's own picks, after the reader's, each with its best reason
             recommendations += [
                 r for r in base.recommendations if r is not first and not _same(pick, r)
             ][:2]

@@ -102,6 +102,11 @@ class Reading(BaseModel):
     choose: bool = Field(description="whether the question asks for a pick")
     evidence: list[EvidenceUnit] = Field(description="[1].. in order")
     candidates: list[Candidate] = Field(default_factory=list)
+    further: list[EvidenceUnit] = Field(
+        default_factory=list,
+        description="not shown to the reader: the units retrieval ranked next, best first, "
+        "from which an answer adds what the pick's own section says",
+    )
 
     @classmethod
     def gather(
@@ -121,12 +126,15 @@ class Reading(BaseModel):
         first_docs: Sequence[str] = (),
         limit: int = 8,
         max_candidates: int = 10,
+        further: int = 24,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
         question names, `kinds` the kinds of thing it asks for, `named` the entities it links
         to; `first_docs` the documents whose best unit it must read (those of the things it
         names); the graph's draft (when given) lends its picks as candidates."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
+        read = {id(u) for u in evidence}
+        after = select_evidence(ranked, limit + further, first_docs=first_docs)
         candidates: list[Candidate] = []
         if choose:
             prior = [
@@ -160,4 +168,5 @@ class Reading(BaseModel):
             choose=choose,
             evidence=evidence,
             candidates=candidates,
+            further=[u for u in after if id(u) not in read],
         )

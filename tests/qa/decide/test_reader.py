@@ -28,7 +28,7 @@ from qa.llm.answerer import make_llm, stream_answer_field
 from qa.llm.client import ChatModel
 from qa.llm.serve import ServerHandle
 from qa.render import render_draft
-from qa.schema import Answer, DraftPoint
+from qa.schema import Answer, AnswerDraft, DraftPoint
 
 QUESTIONS = ["我是零基础，先学哪个框架？", "Which engine should I use for LLM serving?"]
 
@@ -491,3 +491,48 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
     chat = _Lines(line)
     verdict = Reader(chat, mode="line").read(alone)  # type: ignore[arg-type]
     assert verdict.pick is not None and line in verdict.pick.evidence and not verdict.unsure
+
+
+def test_the_picks_own_section_goes_on_beyond_what_the_reader_read() -> None:
+    # units retrieval ranked below the eight read that lie in the pick's section and speak of
+    # it follow the pick's reasons (two at most); a unit of another section does not
+    def unit(i: int, title: str, text: str) -> EvidenceUnit:
+        return EvidenceUnit(
+            id=f"d#{i}",
+            doc="d",
+            start=i * 100,
+            end=i * 100 + len(text),
+            kind="sentence",
+            text=text,
+            heading_path=("Guide", title),
+        )
+
+    def point(u: EvidenceUnit, _prefer: str | None) -> DraftPoint:
+        return DraftPoint(
+            doc=u.doc,
+            start=u.start,
+            end=u.end,
+            quote=u.text,
+            text=u.text,
+            heading=u.heading_path[-1],
+        )
+
+    read = unit(0, "Kestrel", "Kestrel packs weights in 2 bits.")
+    further = [
+        unit(1, "Wren", "Kestrel is slower than Wren."),
+        unit(2, "Kestrel", "Use a checkpoint someone packed already."),
+        unit(3, "Kestrel", "Packing takes a day on one card."),
+        unit(4, "Kestrel", "Adapters are saved apart."),
+    ]
+    reading = Reading(
+        question="Which packer?",
+        language="en",
+        choose=True,
+        evidence=[read],
+        candidates=[Candidate(name="Kestrel", evidence=[1])],
+        further=further,
+    )
+    verdict = Verdict(evidence=[1], pick=Candidate(name="Kestrel", evidence=[1]), model="m")
+    base = AnswerDraft(question="Which packer?", language="en")
+    made = draft_from_verdict(reading, verdict, point, base)
+    assert [p.start for p in made.recommendations[0].points] == [0, 200, 300]
