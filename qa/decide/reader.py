@@ -325,39 +325,42 @@ def _reasons(points: list[DraftPoint], pick: Candidate, limit: int) -> list[Draf
 
 
 def _further(
-    reading: Reading, pick: DraftRecommendation, point: PointMaker, limit: int
+    reading: Reading,
+    points: list[DraftPoint],
+    point: PointMaker,
+    limit: int,
+    about: Candidate | None = None,
 ) -> list[DraftPoint]:
-    """The best units of `reading.further` that lie in a section one of the pick's points lies
-    in and speak of it (its name in the text or the section's title, or an edge of it), none
-    inside a point's span: what the pick's own section goes on to say, which retrieval ranked
-    below what the reader read.
+    """The best units of `reading.further` that lie in a section one of `points` lies in (and,
+    `about` given, speak of it: its name in the text or the section's title, or an edge of it),
+    none inside a point's span: what the section goes on to say, which retrieval ranked below
+    what the reader read.
 
     >>> from kg.documents import UnitKind
-    >>> def u(i, title):
+    >>> def u(i, title, text="s"):
     ...     return EvidenceUnit(id=f"d#{i}", doc="d", start=i * 10, end=i * 10 + 9,
-    ...                         kind=UnitKind.SENTENCE, text=f"s{i}", heading_path=(title,))
+    ...                         kind=UnitKind.SENTENCE, text=text, heading_path=(title,))
     >>> def pt(unit, prefer):
     ...     return DraftPoint(doc=unit.doc, start=unit.start, end=unit.end, quote=unit.text,
     ...                       text=unit.text, heading=unit.heading_path[-1])
     >>> reading = Reading(question="q", language="en", choose=True, evidence=[u(0, "QAT")],
-    ...                   further=[u(1, "PTQ"), u(2, "QAT"), u(3, "QAT"), u(4, "QAT")])
-    >>> rec = DraftRecommendation(id="value:QAT", name="QAT", points=[pt(u(0, "QAT"), None)])
-    >>> [p.start for p in _further(reading, rec, pt, 2)]
-    [20, 30]
+    ...                   further=[u(1, "PTQ"), u(2, "Tips"), u(3, "QAT"), u(4, "QAT")])
+    >>> [p.start for p in _further(reading, [pt(u(0, "QAT"), None)], pt, 2)]
+    [30, 40]
+    >>> said = [pt(u(0, "Tips"), None)]
+    >>> [p.start for p in _further(reading, said, pt, 2, Candidate(name="QAT"))]
+    []
     """
-    candidate = Candidate(name=pick.name, entity=None if pick.id.startswith("value:") else pick.id)
-    sections = {(p.doc, p.heading) for p in pick.points}
+    sections = {(p.doc, p.heading) for p in points}
     found: list[DraftPoint] = []
     for unit in reading.further:
         if len(found) >= limit:
             break
         if (unit.doc, unit.heading_path[-1] if unit.heading_path else "") not in sections:
             continue
-        made = point(unit, candidate.entity)
-        inside = any(
-            q.doc == made.doc and q.start <= made.start < q.end for q in [*pick.points, *found]
-        )
-        if not inside and _names(made, candidate):
+        made = point(unit, about.entity if about is not None else None)
+        inside = any(q.doc == made.doc and q.start <= made.start < q.end for q in [*points, *found])
+        if not inside and (about is None or _names(made, about)):
             found.append(made)
     return found
 
@@ -437,10 +440,10 @@ def draft_from_verdict(
     when the graph picked it too, else with the evidence that speaks of it (what the reader cited
     first), and, the reader's pick standing, at most `max_further` units retrieval ranked below
     what the reader read that lie in the sections of those and speak of the pick (`_further`);
-    the graph's other picks
-    follow as alternatives. The facts are the evidence the
-    reader cited, the graph's facts, then the rest of what the reader read, each span once: at
-    most `max_facts`, but never fewer than the units the reader read, so that what it decided
+    the graph's other picks follow as alternatives. The facts are the evidence the reader
+    cited, at most `max_further` units ranked below it that its sections go on with, the
+    graph's facts, then the rest of what the reader read, each span once: at most `max_facts`,
+    but never fewer than the units the reader read and those added, so that what it decided
     from is on screen. The sentence is the prose."""
     cited = [reading.evidence[n - 1] for n in verdict.evidence]
     rest = [u for u in reading.evidence if u not in cited]
@@ -471,7 +474,14 @@ def draft_from_verdict(
                 notes.append(f"the reader picked {pick.name}, which no evidence shown names")
         if recommendations:
             first = recommendations[0]
-            more = [] if bound is not None else _further(reading, first, point, max_further)
+            about = Candidate(
+                name=first.name, entity=None if first.id.startswith("value:") else first.id
+            )
+            more = (
+                []
+                if bound is not None
+                else _further(reading, first.points, point, max_further, about)
+            )
             if more:
                 first = first.model_copy(update={"points": [*first.points, *more]})
                 recommendations[0] = first
@@ -481,8 +491,11 @@ def draft_from_verdict(
             ][:2]
     shown = {(p.doc, p.start) for r in recommendations for p in r.points}
     facts: list[DraftPoint] = []
+    said = [point(u, None) for u in cited]
+    goes_on = _further(reading, said, point, max_further)
     for fact in [
-        *(point(u, None) for u in cited),
+        *said,
+        *goes_on,
         *base.facts,
         *(point(u, None) for u in rest),
     ]:
@@ -494,7 +507,7 @@ def draft_from_verdict(
             shown.add((fact.doc, fact.start))
             facts.append(fact)
     # never fewer than the reader read: what it decided from is on screen, each span once
-    limit = max(max_facts - (2 if recommendations else 0), len(reading.evidence))
+    limit = max(max_facts - (2 if recommendations else 0), len(reading.evidence)) + len(goes_on)
     return base.model_copy(
         update={
             "recommendations": recommendations,

@@ -536,3 +536,6 @@ def test_the_picks_own_section_goes_on_beyond_what_the_reader_read() -> None:
     base = AnswerDraft(question="Which packer?", language="en")
     made = draft_from_verdict(reading, verdict, point, base)
     assert [p.start for p in made.recommendations[0].points] == [0, 200, 300]
+    # no pick: the cited line's section goes on among the facts, whatever it names
+    plain = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), point, base)
+    assert [p.start for p in plain.facts] == [0, 200, 300]
