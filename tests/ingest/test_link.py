@@ -424,7 +424,7 @@ def test_a_bold_label_over_a_list_is_what_its_items_are_about(lexicon: Lexicon) 
 
 
 def test_a_name_listed_among_known_things_of_one_kind_is_of_that_kind(lexicon: Lexicon) -> None:
-    # "AWQ, GPTQ or Zorro": Zorro is a quantization method as its peers are, and the section
+    # "AWQ, GPTQ or Zorro": Zorro is of the kind its two known peers are, and the section
     # it heads is about it; a list of things of mixed kinds types nothing
     corpus = {
         "squeeze.md": "# Squeeze\n\nSqueeze compresses weights with AWQ, GPTQ or Zorro.\n\n"
