@@ -105,7 +105,8 @@ class Reading(BaseModel):
     further: list[EvidenceUnit] = Field(
         default_factory=list,
         description="not shown to the reader: the units retrieval ranked next, best first, "
-        "from which an answer adds what the pick's own section says",
+        "from which an answer adds what the sections of its pick and its cited lines go on "
+        "to say",
     )
 
     @classmethod
