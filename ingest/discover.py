@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon, surface_pattern
-from kg.schema import NodeType, normalize_name
+from kg.schema import IDEA_TYPES, SOLUTION_TYPES, NodeType, normalize_name
 
 __all__ = [
     "README_WORDS",
@@ -607,20 +607,9 @@ _ITEM_SEPARATOR = re.compile(
 _PEER = r"[A-Za-z][A-Za-z0-9.+\-]*[A-Za-z0-9+]"
 _PEER_FIRST = re.compile(rf"(?<![A-Za-z0-9.\-])({_PEER})$")
 _PEER_LAST = re.compile(rf"^({_PEER})(?![A-Za-z0-9+\-]|\.\w)")
+_PEER_WHOLE = re.compile(rf"^({_PEER})$")
 #: kinds whose things are listed side by side with their peers ("GPTQ, AWQ and …")
-_PEER_KINDS = frozenset(
-    {
-        NodeType.FRAMEWORK,
-        NodeType.LIBRARY,
-        NodeType.INFERENCE_ENGINE,
-        NodeType.TOOL,
-        NodeType.HARDWARE,
-        NodeType.PARALLEL_STRATEGY,
-        NodeType.TECHNIQUE,
-        NodeType.FORMAT,
-        NodeType.MODEL,
-    }
-)
+_PEER_KINDS = SOLUTION_TYPES - IDEA_TYPES
 
 
 def listed_peers(
@@ -663,15 +652,11 @@ def listed_peers(
             if entry is not None:
                 kinds[entry.type] += 1
                 continue
-            if at == 0:
-                token = _PEER_FIRST.search(item)
-            elif at == len(items) - 1:
-                token = _PEER_LAST.match(item)
-            else:
-                token = re.fullmatch(_PEER, item)
+            shape = _PEER_FIRST if at == 0 else _PEER_LAST if at == len(items) - 1 else _PEER_WHOLE
+            token = shape.search(item)
             if token is None:
                 continue
-            name = token.group(0) if token.re.groups == 0 else token.group(1)
+            name = token.group(1)
             shaped = _name_shaped(name, plain_words) or (
                 name[:1].isupper() and not common_word(name, plain_words)
             )

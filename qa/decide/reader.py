@@ -474,15 +474,11 @@ def draft_from_verdict(
                 notes.append(f"the reader picked {pick.name}, which no evidence shown names")
         if recommendations:
             first = recommendations[0]
-            about = Candidate(
-                name=first.name, entity=None if first.id.startswith("value:") else first.id
-            )
-            more = (
-                []
-                if bound is not None
-                else _further(reading, first.points, point, max_further, about)
-            )
-            if more:
+            if bound is None:  # the reader's pick stands: its section goes on
+                about = Candidate(
+                    name=first.name, entity=None if first.id.startswith("value:") else first.id
+                )
+                more = _further(reading, first.points, point, max_further, about)
                 first = first.model_copy(update={"points": [*first.points, *more]})
                 recommendations[0] = first
             # the graph's own picks, after the reader's, each with its best reason
