@@ -3,13 +3,16 @@
 The directory is `Settings.cache_dir` (`$KGQA_CACHE_DIR`, else `$XDG_CACHE_HOME/kgqa`, else
 `~/.cache/kgqa`), chosen at the entry point and passed down. Files are named after what they were
 derived from (version, size, mtime), written atomically (`kg.store`), and rebuilt when missing:
-deleting the directory is always safe.
+deleting the directory is always safe. A file derived anew prunes its family's older copies
+(`prune_stale`): each reinstall of a package names a new copy, and the old ones would pile up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,7 +22,7 @@ import numpy as np
 
 from kg.store import atomic_write_bytes
 
-__all__ = ["load_array_dir", "save_array_dir", "save_arrays"]
+__all__ = ["load_array_dir", "prune_stale", "save_array_dir", "save_arrays"]
 
 
 def save_arrays(path: Path, arrays: dict[str, Any]) -> None:
@@ -49,3 +52,50 @@ def load_array_dir(path: Path, names: tuple[str, ...]) -> dict[str, Any]:
     return {
         name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in names
     }
+
+
+#: the stamp a derived file's name carries: what it was derived from (a version, a size, an
+#: mtime in nanoseconds), digits, dots and dashes only
+_STAMP = re.compile(r"[0-9.]+(?:-[0-9]+)+")
+
+
+def prune_stale(current: Path, prefix: str, suffix: str = "", keep: int = 2) -> list[Path]:
+    """Remove the older copies of a derived file: the entries beside `current` named `prefix`,
+    a stamp (`_STAMP`), `suffix`, but for the `keep` most recently modified of them, `current`
+    always among those kept (so that another installation using the same cache keeps its copy
+    too). Returns what was removed; what cannot be removed is left (deleting a file another
+    process has open or mapped is safe: it keeps its copy until it closes it).
+
+    >>> import tempfile, time
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for i, name in enumerate(["g-v1-1-10.onnx", "g-v1-2-20.onnx", "g-v1-3-30.onnx",
+    ...                           "g-v1-batched-4-40.onnx", "other.txt"]):
+    ...     _ = (d / name).write_text("x")
+    ...     os.utime(d / name, ns=(i * 10**9, i * 10**9))
+    >>> [p.name for p in prune_stale(d / "g-v1-1-10.onnx", "g-v1-", ".onnx")]
+    ['g-v1-2-20.onnx']
+    >>> sorted(p.name for p in d.iterdir())
+    ['g-v1-1-10.onnx', 'g-v1-3-30.onnx', 'g-v1-batched-4-40.onnx', 'other.txt']
+    """
+    family: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for entry in current.parent.iterdir():
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(suffix)) or entry == current:
+                continue
+            stamp = name[len(prefix) : len(name) - len(suffix)]
+            if _STAMP.fullmatch(stamp):
+                with contextlib.suppress(OSError):
+                    family.append((entry.stat().st_mtime, entry))
+    family.sort(key=lambda pair: pair[0], reverse=True)
+    removed: list[Path] = []
+    for _mtime, entry in family[max(keep - 1, 0) :]:
+        try:
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ingest.cache import save_arrays
+from ingest.cache import prune_stale, save_arrays
 
 __all__ = ["JiebaDictionary", "jieba_dictionary_path", "open_dictionary"]
 
@@ -165,6 +165,7 @@ def open_dictionary(cache_dir: Path) -> JiebaDictionary | None:
             return None
         if not path.is_file():
             _write_dictionary(path)
+            prune_stale(path, f"jieba-dict-v{_DICT_FORMAT}-", ".npz")
         return JiebaDictionary.load(path)
     except (OSError, ValueError, KeyError):
         return None

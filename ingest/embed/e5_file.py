@@ -21,7 +21,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from ingest.cache import load_array_dir, save_array_dir
+from ingest.cache import load_array_dir, prune_stale, save_array_dir
 from ingest.embed.unigram import NativeUnigram
 from kg.errors import KGQAError
 
@@ -192,6 +192,7 @@ class E5File:
             if cached is not None:
                 with contextlib.suppress(OSError):
                     save_array_dir(cached, stored)
+                    prune_stale(cached, f"e5-vocab-v{_VOCAB_FORMAT}-")
         reach = dict(zip(map(chr, stored["first"].tolist()), stored["reach"].tolist(), strict=True))
         return stored["pieces"], stored["ids"], reach
 

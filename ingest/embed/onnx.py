@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from ingest.cache import prune_stale
 from ingest.embed.e5_file import NATIVE_FROM_CHARS, E5File, Floats, dequantize_q4
 from ingest.embed.graph import build_graph
 from kg.store import atomic_write_bytes
@@ -100,6 +101,7 @@ class OnnxE5:
         graph = build_graph(self.model, int8=self.int8, batched=batched)
         with contextlib.suppress(OSError):
             atomic_write_bytes(cached, graph)
+            prune_stale(cached, f"e5-graph-v{_GRAPH_FORMAT}-{variant}-", ".onnx")
         return graph
 
     def _batched_session(self) -> onnxruntime.InferenceSession:

