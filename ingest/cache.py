@@ -66,7 +66,7 @@ def prune_stale(current: Path, prefix: str, suffix: str = "", keep: int = 2) -> 
     too). Returns what was removed; what cannot be removed is left (deleting a file another
     process has open or mapped is safe: it keeps its copy until it closes it).
 
-    >>> import tempfile, time
+    >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
     >>> for i, name in enumerate(["g-v1-1-10.onnx", "g-v1-2-20.onnx", "g-v1-3-30.onnx",
     ...                           "g-v1-batched-4-40.onnx", "other.txt"]):

