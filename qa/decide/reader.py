@@ -347,16 +347,38 @@ def _further(
     ...                   further=[u(1, "PTQ"), u(2, "Tips"), u(3, "QAT"), u(4, "QAT")])
     >>> [p.start for p in _further(reading, [pt(u(0, "QAT"), None)], pt, 2)]
     [30, 40]
-    >>> said = [pt(u(0, "Tips"), None)]
+    >>> said = [pt(u(2, "Tips"), None)]
     >>> [p.start for p in _further(reading, said, pt, 2, Candidate(name="QAT"))]
     []
+
+    Two sections with one title are two sections:
+
+    >>> def v(i, path):
+    ...     return EvidenceUnit(id=f"d#{i}", doc="d", start=i * 10, end=i * 10 + 9,
+    ...                         kind=UnitKind.SENTENCE, text="s", heading_path=path)
+    >>> reading = Reading(question="q", language="en", choose=True,
+    ...                   evidence=[v(0, ("QAT", "Usage"))],
+    ...                   further=[v(1, ("PTQ", "Usage")), v(2, ("QAT", "Usage"))])
+    >>> [p.start for p in _further(reading, [pt(v(0, ("QAT", "Usage")), None)], pt, 2)]
+    [20]
     """
-    sections = {(p.doc, p.heading) for p in points}
+    # a section by its whole heading path where a unit read holds the point (two sections may
+    # share a last title: "Usage" under each method), else by the title the point has
+    units = [*reading.evidence, *reading.further]
+    paths: set[tuple[str, tuple[str, ...]]] = set()
+    titles: set[tuple[str, str]] = set()
+    for p in points:
+        holder = next((u for u in units if u.doc == p.doc and u.start <= p.start < u.end), None)
+        if holder is not None:
+            paths.add((p.doc, tuple(holder.heading_path)))
+        else:
+            titles.add((p.doc, p.heading))
     found: list[DraftPoint] = []
     for unit in reading.further:
         if len(found) >= limit:
             break
-        if (unit.doc, unit.heading_path[-1] if unit.heading_path else "") not in sections:
+        last = unit.heading_path[-1] if unit.heading_path else ""
+        if (unit.doc, tuple(unit.heading_path)) not in paths and (unit.doc, last) not in titles:
             continue
         made = point(unit, about.entity if about is not None else None)
         inside = any(q.doc == made.doc and q.start <= made.start < q.end for q in [*points, *found])
