@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ingest.patterns import LIST_JOIN
 from kg import cues
 from kg.lexicon import Mention
 from kg.schema import (
@@ -76,15 +77,10 @@ _BY_TARGET: dict[NodeType, RelationType] = {
 }
 
 
-#: what joins the names of a list: a separator or a joining word ("A、B", "A, B and C", "A 和 B")
-_LIST_JOIN = (
-    rf"[、,，/]|\b{cues.alternatives('document.list_join', ('en',))}\b|"
-    rf"{cues.alternatives('document.list_join', ('zh',))}"
-)
 #: a remark in parentheses, which a list may hold between its names ("A（…）、B")
 _PARENTHETICAL = r"（[^（）]*）|\([^()]*\)"
-_LIST_GAP = re.compile(rf"(?:\s|{_PARENTHETICAL}|{_LIST_JOIN})*", re.I)
-_LIST_MARK = re.compile(_LIST_JOIN, re.I)
+_LIST_GAP = re.compile(rf"(?:\s|{_PARENTHETICAL}|{LIST_JOIN})*", re.I)
+_LIST_MARK = re.compile(LIST_JOIN, re.I)
 
 
 def listed_together(text: str, one: Mention, other: Mention, mentions: list[Mention]) -> bool:

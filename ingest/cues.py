@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.patterns import RECOMMEND_CUE
+from ingest.patterns import LIST_JOIN, RECOMMEND_CUE
 from ingest.resolve import DocumentEntities
 from kg import cues
 from kg.lexicon import Mention
@@ -32,7 +32,7 @@ _LEAD = re.compile(
     rf"{cues.alternatives('document.lead_condition')}?\s*",
     re.I,
 )
-_SEPARATOR = re.compile(rf"^(?:[\s、,，/+]|{cues.alternatives('document.list_join')})*$", re.I)
+_SEPARATOR = re.compile(rf"^(?:[\s+]|{LIST_JOIN})*$", re.I)
 _SITUATION_TAIL = re.compile(rf"{cues.alternatives('document.situation_tail')}+$")
 _CHOOSABLE = SOLUTION_TYPES - IDEA_TYPES - {NodeType.HARDWARE}
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from ingest.patterns import LIST_JOIN
 from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon, surface_pattern
@@ -599,11 +600,7 @@ def discover_names(
 
 #: a stretch of text an enumeration lies in: no sentence, clause or bracket break inside
 _ENUMERATION = re.compile(r"[^。；;:：!?！？()（）\[\]<>\n]+")
-_ITEM_SEPARATOR = re.compile(
-    rf"\s*(?:[、,，/]|\s(?:{cues.alternatives('document.list_join', ('en',))})\s"
-    rf"|{cues.alternatives('document.list_join', ('zh',))})\s*",
-    re.I,
-)
+_ITEM_SEPARATOR = re.compile(rf"\s*(?:{LIST_JOIN})\s*", re.I)
 _PEER = r"[A-Za-z][A-Za-z0-9.+\-]*[A-Za-z0-9+]"
 _PEER_FIRST = re.compile(rf"(?<![A-Za-z0-9.\-])({_PEER})$")
 _PEER_LAST = re.compile(rf"^({_PEER})(?![A-Za-z0-9+\-]|\.\w)")
@@ -625,6 +622,8 @@ def listed_peers(
     >>> listed_peers("压缩可选AWQ、GPTQ、Zorro 或 QXQ方案", lexicon, set())
     [('Zorro', <NodeType.TECHNIQUE: 'Technique'>), ('QXQ', <NodeType.TECHNIQUE: 'Technique'>)]
     >>> listed_peers("Serve it with vLLM, TGI or Kestrel-X.", lexicon, set())
+    [('Kestrel-X', <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>)]
+    >>> listed_peers("Serve it with vLLM, TGI, and Kestrel-X.", lexicon, set())  # serial comma
     [('Kestrel-X', <NodeType.INFERENCE_ENGINE: 'InferenceEngine'>)]
     >>> listed_peers("vLLM, TGI and friends", lexicon, {"friends"})
     []

@@ -52,6 +52,7 @@ _LINKING_MODULES = (
     "ingest.discover",
     "ingest.claims",
     "ingest.names",
+    "ingest.patterns",
     "ingest.resolve",
     "kg.lexicon",
     "kg.patterns",

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_CUE",
     "DISCOURSE_LABEL",
     "EXPORT_CUE",
+    "LIST_JOIN",
     "LOCATION_AFFIX",
     "MARK_NO",
     "MARK_YES",
@@ -37,6 +38,12 @@ ARROW = re.compile(r"\s*(?:─*→|->|=>|⇒|──+>)\s*")
 #: ending in a word, a CJK character or a joining mark goes on: "管理用\naccelerate").
 CLAUSE_SPLIT = re.compile(r"[；;]|(?<![\w\u4e00-\u9fff+、，,（(/])\n")
 RECOMMEND_CUE = cues.pattern("document.recommend")
+#: What joins the items of a list: a list mark or a joining word of either language ("A、B 和 C",
+#: "A, B, and C"): one pattern for every reader of lists to build with (compiled with re.I).
+LIST_JOIN = (
+    rf"[、,，/]|\b{cues.alternatives('document.list_join', ('en',))}\b|"
+    rf"{cues.alternatives('document.list_join', ('zh',))}"
+)
 NEGATION = re.compile(rf"{cues.alternatives('document.negation')}\s*\S{{0,6}}$", re.I)
 NOT_RECOMMENDED_NOTE = cues.pattern("document.not_recommended_note")
 CONTRAST = cues.pattern("document.contrast")

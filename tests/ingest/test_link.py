@@ -4,12 +4,16 @@ subjects, typed claim relations with verbatim evidence, editions as PART_OF; and
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import ingest.link as link_module
+from ingest import link_cache
 from ingest.link import CorpusLinks, NameMatcher, claim_relation, flex_pattern, link_corpus
 from ingest.link_cache import linker_fingerprint
 from ingest.markdown import parse_markdown
@@ -691,3 +695,22 @@ def test_other_cue_words_link_and_extract_again(
     monkeypatch.setattr(cues, "fingerprint", lambda: "other words")
     assert linker_fingerprint(lexicon) != before[0]
     assert lexicon_hash(lexicon) != before[1]
+
+
+def test_the_link_cache_depends_on_every_module_that_links() -> None:
+    # a cache is taken back only under the same linking code: every module of the packages that
+    # a linking module imports (but the data models and the cue words' own loader, whose files
+    # `cues.fingerprint` covers) is one whose source the fingerprint reads
+    plain = {"ingest.context", "kg.cues", "kg.documents", "kg.errors"}
+    for name in link_cache._LINKING_MODULES:
+        source = Path(importlib.import_module(name).__file__ or "").read_text("utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            if node.module in {"ingest", "kg"}:  # `from kg import cues`
+                imported = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                imported = [node.module]
+            for module in imported:
+                if module.split(".")[0] in {"ingest", "kg"} and module not in plain:
+                    assert module in link_cache._LINKING_MODULES, (name, module)
