@@ -54,17 +54,23 @@ def load_array_dir(path: Path, names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-#: the stamp a derived file's name carries: what it was derived from (a version, a size, an
-#: mtime in nanoseconds), digits, dots and dashes only
-_STAMP = re.compile(r"[0-9.]+(?:-[0-9]+)+")
+#: a derived file's name: its family (the words and format version before the stamp, and the
+#: extension after it) and its stamp, what it was derived from (a version, a size, an mtime in
+#: nanoseconds: digits, dots and dashes only)
+_STAMPED = re.compile(r"(?P<prefix>.*?-)[0-9.]+(?:-[0-9]+)+(?P<suffix>(?:\.[A-Za-z]\w*)?)")
 
 
-def prune_stale(current: Path, prefix: str, suffix: str = "", keep: int = 2) -> list[Path]:
-    """Remove the older copies of a derived file: the entries beside `current` named `prefix`,
-    a stamp (`_STAMP`), `suffix`, but for the `keep` most recently modified of them, `current`
-    always among those kept (so that another installation using the same cache keeps its copy
-    too). Returns what was removed; what cannot be removed is left (deleting a file another
-    process has open or mapped is safe: it keeps its copy until it closes it).
+def _family(name: str) -> tuple[str, str] | None:
+    m = _STAMPED.fullmatch(name)
+    return (m.group("prefix"), m.group("suffix")) if m else None
+
+
+def prune_stale(current: Path, keep: int = 2) -> list[Path]:
+    """Remove the older copies of a derived file: the entries beside `current` of its family
+    (the same name but for the stamp), but for the `keep` most recently modified of them,
+    `current` always among those kept (so that another installation using the same cache keeps
+    its copy too). Returns what was removed; what cannot be removed is left (deleting a file
+    another process has open or mapped is safe: it keeps its copy until it closes it).
 
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
@@ -72,19 +78,20 @@ def prune_stale(current: Path, prefix: str, suffix: str = "", keep: int = 2) -> 
     ...                           "g-v1-batched-4-40.onnx", "other.txt"]):
     ...     _ = (d / name).write_text("x")
     ...     os.utime(d / name, ns=(i * 10**9, i * 10**9))
-    >>> [p.name for p in prune_stale(d / "g-v1-1-10.onnx", "g-v1-", ".onnx")]
+    >>> [p.name for p in prune_stale(d / "g-v1-1-10.onnx")]
     ['g-v1-2-20.onnx']
     >>> sorted(p.name for p in d.iterdir())
     ['g-v1-1-10.onnx', 'g-v1-3-30.onnx', 'g-v1-batched-4-40.onnx', 'other.txt']
+    >>> _family("jieba-dict-v2-0.42.1-100-200.npz"), _family("e5-vocab-v1-100-200")
+    (('jieba-dict-v2-', '.npz'), ('e5-vocab-v1-', ''))
     """
     family: list[tuple[float, Path]] = []
+    own = _family(current.name)
+    if own is None:
+        return []
     with contextlib.suppress(OSError):
         for entry in current.parent.iterdir():
-            name = entry.name
-            if not (name.startswith(prefix) and name.endswith(suffix)) or entry == current:
-                continue
-            stamp = name[len(prefix) : len(name) - len(suffix)]
-            if _STAMP.fullmatch(stamp):
+            if entry != current and _family(entry.name) == own:
                 with contextlib.suppress(OSError):
                     family.append((entry.stat().st_mtime, entry))
     family.sort(key=lambda pair: pair[0], reverse=True)

@@ -165,7 +165,7 @@ def open_dictionary(cache_dir: Path) -> JiebaDictionary | None:
             return None
         if not path.is_file():
             _write_dictionary(path)
-            prune_stale(path, f"jieba-dict-v{_DICT_FORMAT}-", ".npz")
+            prune_stale(path)
         return JiebaDictionary.load(path)
     except (OSError, ValueError, KeyError):
         return None

@@ -192,7 +192,7 @@ class E5File:
             if cached is not None:
                 with contextlib.suppress(OSError):
                     save_array_dir(cached, stored)
-                    prune_stale(cached, f"e5-vocab-v{_VOCAB_FORMAT}-")
+                    prune_stale(cached)
         reach = dict(zip(map(chr, stored["first"].tolist()), stored["reach"].tolist(), strict=True))
         return stored["pieces"], stored["ids"], reach
 

@@ -101,7 +101,7 @@ class OnnxE5:
         graph = build_graph(self.model, int8=self.int8, batched=batched)
         with contextlib.suppress(OSError):
             atomic_write_bytes(cached, graph)
-            prune_stale(cached, f"e5-graph-v{_GRAPH_FORMAT}-{variant}-", ".onnx")
+            prune_stale(cached)
         return graph
 
     def _batched_session(self) -> onnxruntime.InferenceSession:
