@@ -4,12 +4,13 @@
 (headings are titles, not evidence), no text twice, the best unit of each document of the
 things the question names whatever its rank, numbered in rank order; the candidates are the
 names those units give (`qa.decide.candidates`), with the graph's own picks first when it made
-any.
+any. Beyond what the reader reads, it keeps what an answer may add: the units retrieval ranked
+next (`further`) and those next to the units read in their sections (`around`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -108,6 +109,11 @@ class Reading(BaseModel):
         "from which an answer adds what the sections of its pick and its cited lines go on "
         "to say",
     )
+    around: list[EvidenceUnit] = Field(
+        default_factory=list,
+        description="not shown to the reader: the units next to those read in their sections, "
+        "nearest first",
+    )
 
     @classmethod
     def gather(
@@ -128,11 +134,13 @@ class Reading(BaseModel):
         limit: int = 8,
         max_candidates: int = 10,
         further: int = 24,
+        around: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
         question names, `kinds` the kinds of thing it asks for, `named` the entities it links
         to; `first_docs` the documents whose best unit it must read (those of the things it
-        names); the graph's draft (when given) lends its picks as candidates."""
+        names); the graph's draft (when given) lends its picks as candidates; `around` gives
+        the units next to a unit in its section (`UnitIndex.section_window`)."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
         read = {id(u) for u in evidence}
         after = select_evidence(ranked, limit + further, first_docs=first_docs)
@@ -170,4 +178,19 @@ class Reading(BaseModel):
             evidence=evidence,
             candidates=candidates,
             further=[u for u in after if id(u) not in read],
+            around=_around(evidence, around),
         )
+
+
+def _around(
+    evidence: list[EvidenceUnit],
+    around: Callable[[EvidenceUnit], list[EvidenceUnit]] | None,
+) -> list[EvidenceUnit]:
+    """The units around each unit read in its section (nearest first, in the order read),
+    none read."""
+    read = {u.id for u in evidence}
+    pool: dict[str, EvidenceUnit] = {}
+    for unit in (n for u in evidence for n in (around(u) if around else [])):
+        if unit.id not in read:
+            pool.setdefault(unit.id, unit)
+    return list(pool.values())

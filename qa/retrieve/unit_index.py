@@ -466,6 +466,23 @@ class UnitIndex:
         edges = self._edges.get((unit.doc, unit.start), [])
         return [e for e in edges if e.evidence[0].end == unit.end] or edges
 
+    def section_window(self, unit: EvidenceUnit, width: int = 2) -> list[EvidenceUnit]:
+        """The units around `unit` in its document, at most `width` either side, that lie in
+        its section (the same heading path) and say something (no headings), nearest first,
+        the one after before the one before."""
+        units = self._doc_units.get(unit.doc, [])
+        index = self._unit_index.get(unit.id)
+        if index is None:
+            return []
+        found: list[EvidenceUnit] = []
+        for step in range(1, width + 1):
+            for at in (index + step, index - step):
+                if 0 <= at < len(units):
+                    other = units[at]
+                    if other.heading_path == unit.heading_path and other.kind != UnitKind.HEADING:
+                        found.append(other)
+        return found
+
     def _next_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
         units = self._doc_units.get(unit.doc, [])
         index = self._unit_index.get(unit.id)

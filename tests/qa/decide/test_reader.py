@@ -539,3 +539,64 @@ def test_the_picks_own_section_goes_on_beyond_what_the_reader_read() -> None:
     # no pick: the cited line's section goes on among the facts, whatever it names
     plain = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), point, base)
     assert [p.start for p in plain.facts] == [0, 200, 300]
+
+
+def test_the_cited_lines_neighbours_in_its_section_follow_it() -> None:
+    # the units next to a line the reader cited, in its section (`Reading.around`), follow
+    # what retrieval ranked next in that section, two at most; a neighbour in another section
+    # does not
+    def unit(i: int, title: str, text: str) -> EvidenceUnit:
+        return EvidenceUnit(
+            id=f"d#{i}",
+            doc="d",
+            start=i * 100,
+            end=i * 100 + len(text),
+            kind="sentence",
+            text=text,
+            heading_path=("Guide", title),
+        )
+
+    def point(u: EvidenceUnit, _prefer: str | None) -> DraftPoint:
+        return DraftPoint(
+            doc=u.doc,
+            start=u.start,
+            end=u.end,
+            quote=u.text,
+            text=u.text,
+            heading=u.heading_path[-1],
+        )
+
+    read = unit(2, "Kestrel", "Kestrel packs weights in 2 bits.")
+    reading = Reading(
+        question="How does Kestrel pack?",
+        language="en",
+        choose=False,
+        evidence=[read],
+        further=[unit(6, "Kestrel", "Packing takes a day on one card.")],
+        around=[
+            unit(3, "Kestrel", "It keeps the scales in 16 bits."),
+            unit(1, "Wren", "Wren reads them."),
+            unit(4, "Kestrel", "Adapters are saved apart."),
+            unit(5, "Kestrel", "Checkpoints load lazily."),
+        ],
+    )
+    base = AnswerDraft(question=reading.question, language="en")
+    made = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), point, base)
+    assert [p.start for p in made.facts] == [200, 600, 300, 400]
+
+
+def test_a_units_window_is_its_section_nearest_first(assistant: Assistant) -> None:  # noqa: F811
+    # every unit's window lies in its own section and document, within the width, nearest
+    # first, the next before the previous; no heading, never the unit itself
+    units = assistant.units.units
+    position = {u.id: i for i, u in enumerate(units)}
+    checked = 0
+    for unit in units:
+        window = assistant.evidence.section_window(unit, 2)
+        steps = [position[w.id] - position[unit.id] for w in window]
+        assert all(w.doc == unit.doc and w.heading_path == unit.heading_path for w in window)
+        assert all(w.kind != "heading" and w.id != unit.id for w in window)
+        assert all(0 < abs(s) <= 2 for s in steps)
+        assert [abs(s) for s in steps] == sorted(abs(s) for s in steps)
+        checked += len(window)
+    assert checked > len(units)
