@@ -285,6 +285,8 @@ def candidate_names(
                 continue
             if part.endswith(("?", "？")):
                 continue  # a question ("Q2: 动态量化没加速？") is no name
+            if len(split_sentences(part)) > 1:
+                continue  # two sentences (a reference's "Author. Title") are no name
             if key not in option_keys and asked(part, entity):
                 continue
             if key not in option_keys and not of_kind(part, entity):

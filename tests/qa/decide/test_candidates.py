@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from store_fixture import article_store
 
-from kg.documents import UnitKind
+from kg.documents import EvidenceUnit, UnitKind
+from kg.graph import KnowledgeGraph
 from kg.schema import normalize_name
 from qa.api import Assistant
 from qa.decide import Candidate, Reading, candidate_names
@@ -154,3 +155,27 @@ def test_two_things_the_question_links_and_joins_are_its_options(
         graph.entity(e).name for e in ("technique:pruning", "technique:knowledge-distillation")
     ]
     assert names[:2] == options, names
+
+
+def test_a_lead_of_two_sentences_is_no_name() -> None:
+    # a reference list's "Author. Title: what it is" leads with two sentences: no candidate;
+    # a one-sentence lead of the same list is one
+    doc = "- Wren. Wren Handbook: the packer's guide\n- Kestrel Notes: a blog\n"
+    units = [
+        EvidenceUnit(
+            id=f"refs.md#{start}",
+            doc="refs.md",
+            start=start,
+            end=start + len(text),
+            kind=UnitKind.ITEM,
+            text=text,
+            lead=text.split(":")[0],
+        )
+        for start, text in (
+            (2, "Wren. Wren Handbook: the packer's guide"),
+            (44, "Kestrel Notes: a blog"),
+        )
+    ]
+    names = [c.name for c in candidate_names(KnowledgeGraph(), units, {"refs.md": doc})]
+    assert "Kestrel Notes" in names
+    assert not any("Wren. Wren" in name for name in names)
