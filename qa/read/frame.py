@@ -150,6 +150,8 @@ def quantity_asked(text: str) -> str | None:
     'rate'
     >>> quantity_asked("How much disk space does it need?") is None
     True
+    >>> quantity_asked("What does data parallelism cost in memory?") is None  # no price
+    True
     """
     if _MONEY.search(text):
         return "money"

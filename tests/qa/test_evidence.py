@@ -177,6 +177,14 @@ def test_what_the_sources_do_not_cover_is_declined(assistant: Assistant, questio
     assert (answer.recommendations, answer.citations) == ([], [])
 
 
+def test_a_cost_in_memory_is_no_price(assistant: Assistant) -> None:
+    # "cost" with no time or money to it asks about a resource: answered from the sources, not
+    # declined for want of prices
+    answer = assistant.ask("What does running Zephyr on an A100 cost in GPU memory?")
+    assert not answer.abstained, answer.answer
+    assert answer.fallback is None or answer.fallback.kind is not FallbackKind.NOT_COVERED
+
+
 def test_a_chinese_decline_is_in_chinese(assistant: Assistant) -> None:
     answer = assistant.ask("量子计算机该买哪一台？")
     assert answer.abstained and answer.answer.startswith("资料未涵盖这个问题")
