@@ -320,7 +320,7 @@ class Assistant:
             draft=draft,
             labels=self.section_labels,
             first_docs=[doc for e in specific for doc in self.evidence.documents_about(e)],
-            around=self.evidence.section_window,
+            window=self.evidence.section_window,
         )
 
     def _steers(self, entity: str) -> bool:

@@ -134,12 +134,12 @@ class Reading(BaseModel):
         limit: int = 8,
         max_candidates: int = 10,
         further: int = 24,
-        around: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
+        window: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
         question names, `kinds` the kinds of thing it asks for, `named` the entities it links
         to; `first_docs` the documents whose best unit it must read (those of the things it
-        names); the graph's draft (when given) lends its picks as candidates; `around` gives
+        names); the graph's draft (when given) lends its picks as candidates; `window` gives
         the units next to a unit in its section (`UnitIndex.section_window`)."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
         read = {id(u) for u in evidence}
@@ -178,19 +178,21 @@ class Reading(BaseModel):
             evidence=evidence,
             candidates=candidates,
             further=[u for u in after if id(u) not in read],
-            around=_around(evidence, around),
+            around=_around(evidence, window),
         )
 
 
 def _around(
     evidence: list[EvidenceUnit],
-    around: Callable[[EvidenceUnit], list[EvidenceUnit]] | None,
+    window: Callable[[EvidenceUnit], list[EvidenceUnit]] | None,
 ) -> list[EvidenceUnit]:
     """The units around each unit read in its section (nearest first, in the order read),
     none read."""
+    if window is None:
+        return []
     read = {u.id for u in evidence}
     pool: dict[str, EvidenceUnit] = {}
-    for unit in (n for u in evidence for n in (around(u) if around else [])):
+    for unit in (n for u in evidence for n in window(u)):
         if unit.id not in read:
             pool.setdefault(unit.id, unit)
     return list(pool.values())

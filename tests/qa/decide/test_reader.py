@@ -493,36 +493,35 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
     assert verdict.pick is not None and line in verdict.pick.evidence and not verdict.unsure
 
 
+def _unit(i: int, title: str, text: str) -> EvidenceUnit:
+    """Unit `i` of one guide, in the section `title`, 100 characters apart."""
+    return EvidenceUnit(
+        id=f"d#{i}",
+        doc="d",
+        start=i * 100,
+        end=i * 100 + len(text),
+        kind="sentence",
+        text=text,
+        heading_path=("Guide", title),
+    )
+
+
+def _point(u: EvidenceUnit, _prefer: str | None) -> DraftPoint:
+    """A unit as an answer point (a `PointMaker`)."""
+    return DraftPoint(
+        doc=u.doc, start=u.start, end=u.end, quote=u.text, text=u.text, heading=u.heading_path[-1]
+    )
+
+
 def test_the_picks_own_section_goes_on_beyond_what_the_reader_read() -> None:
     # units retrieval ranked below the eight read that lie in the pick's section and speak of
     # it follow the pick's reasons (two at most); a unit of another section does not
-    def unit(i: int, title: str, text: str) -> EvidenceUnit:
-        return EvidenceUnit(
-            id=f"d#{i}",
-            doc="d",
-            start=i * 100,
-            end=i * 100 + len(text),
-            kind="sentence",
-            text=text,
-            heading_path=("Guide", title),
-        )
-
-    def point(u: EvidenceUnit, _prefer: str | None) -> DraftPoint:
-        return DraftPoint(
-            doc=u.doc,
-            start=u.start,
-            end=u.end,
-            quote=u.text,
-            text=u.text,
-            heading=u.heading_path[-1],
-        )
-
-    read = unit(0, "Kestrel", "Kestrel packs weights in 2 bits.")
+    read = _unit(0, "Kestrel", "Kestrel packs weights in 2 bits.")
     further = [
-        unit(1, "Wren", "Kestrel is slower than Wren."),
-        unit(2, "Kestrel", "Use a checkpoint someone packed already."),
-        unit(3, "Kestrel", "Packing takes a day on one card."),
-        unit(4, "Kestrel", "Adapters are saved apart."),
+        _unit(1, "Wren", "Kestrel is slower than Wren."),
+        _unit(2, "Kestrel", "Use a checkpoint someone packed already."),
+        _unit(3, "Kestrel", "Packing takes a day on one card."),
+        _unit(4, "Kestrel", "Adapters are saved apart."),
     ]
     reading = Reading(
         question="Which packer?",
@@ -534,10 +533,10 @@ def test_the_picks_own_section_goes_on_beyond_what_the_reader_read() -> None:
     )
     verdict = Verdict(evidence=[1], pick=Candidate(name="Kestrel", evidence=[1]), model="m")
     base = AnswerDraft(question="Which packer?", language="en")
-    made = draft_from_verdict(reading, verdict, point, base)
+    made = draft_from_verdict(reading, verdict, _point, base)
     assert [p.start for p in made.recommendations[0].points] == [0, 200, 300]
     # no pick: the cited line's section goes on among the facts, whatever it names
-    plain = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), point, base)
+    plain = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), _point, base)
     assert [p.start for p in plain.facts] == [0, 200, 300]
 
 
@@ -545,43 +544,22 @@ def test_the_cited_lines_neighbours_in_its_section_follow_it() -> None:
     # the units next to a line the reader cited, in its section (`Reading.around`), follow
     # what retrieval ranked next in that section, two at most; a neighbour in another section
     # does not
-    def unit(i: int, title: str, text: str) -> EvidenceUnit:
-        return EvidenceUnit(
-            id=f"d#{i}",
-            doc="d",
-            start=i * 100,
-            end=i * 100 + len(text),
-            kind="sentence",
-            text=text,
-            heading_path=("Guide", title),
-        )
-
-    def point(u: EvidenceUnit, _prefer: str | None) -> DraftPoint:
-        return DraftPoint(
-            doc=u.doc,
-            start=u.start,
-            end=u.end,
-            quote=u.text,
-            text=u.text,
-            heading=u.heading_path[-1],
-        )
-
-    read = unit(2, "Kestrel", "Kestrel packs weights in 2 bits.")
+    read = _unit(2, "Kestrel", "Kestrel packs weights in 2 bits.")
     reading = Reading(
         question="How does Kestrel pack?",
         language="en",
         choose=False,
         evidence=[read],
-        further=[unit(6, "Kestrel", "Packing takes a day on one card.")],
+        further=[_unit(6, "Kestrel", "Packing takes a day on one card.")],
         around=[
-            unit(3, "Kestrel", "It keeps the scales in 16 bits."),
-            unit(1, "Wren", "Wren reads them."),
-            unit(4, "Kestrel", "Adapters are saved apart."),
-            unit(5, "Kestrel", "Checkpoints load lazily."),
+            _unit(3, "Kestrel", "It keeps the scales in 16 bits."),
+            _unit(1, "Wren", "Wren reads them."),
+            _unit(4, "Kestrel", "Adapters are saved apart."),
+            _unit(5, "Kestrel", "Checkpoints load lazily."),
         ],
     )
     base = AnswerDraft(question=reading.question, language="en")
-    made = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), point, base)
+    made = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), _point, base)
     assert [p.start for p in made.facts] == [200, 600, 300, 400]
 
 
