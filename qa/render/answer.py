@@ -183,7 +183,8 @@ def _clipped(text: str, limit: int) -> str:
 
 
 def _where(doc: str, heading: str) -> str:
-    return f"{doc} · {_clipped(heading, 32)}" if heading else doc
+    """Where a quote is: its document and the title of its section, as long as a lead-in."""
+    return f"{doc} · {_clipped(heading, 120)}" if heading else doc
 
 
 def _reason(points: list[DraftPoint]) -> str:

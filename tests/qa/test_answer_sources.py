@@ -1,0 +1,38 @@
+"""Where an answer says its quotes come from, on notes written for this test: the section's
+title is shown whole, since a title often says what its lines were measured on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from store_fixture import article_store
+
+from qa.api import Assistant
+
+TITLE = "Latency measured on a Raspberry Pi 5 with 8 GB of memory, batch size 1"
+NOTES = f"""# Edge model notes
+
+## {TITLE}
+
+| Model | Latency |
+| --- | --- |
+| TinyNet | 12 ms |
+| WideNet | 48 ms |
+
+## Which to take
+
+TinyNet is the model to take where latency matters more than accuracy.
+"""
+
+
+@pytest.fixture(scope="module")
+def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    store: Path = article_store(tmp_path_factory, {"edge-notes.md": NOTES})
+    return Assistant.open(store, dense=False)
+
+
+def test_a_quote_shows_its_sections_title_whole(assistant: Assistant) -> None:
+    answer = assistant.ask("What latency does TinyNet have?", use_llm=False)
+    assert "12 ms" in answer.answer, answer.answer
+    assert f"edge-notes.md · {TITLE})" in answer.answer, answer.answer
