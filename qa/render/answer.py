@@ -167,6 +167,9 @@ def _lang(language: Language) -> str:
 
 
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+#: widest lead-in (a row's header, an item's lead) and section title beside a quote, in Latin
+#: characters' worth: both say where a quote stands
+_LEAD_WIDTH = 120
 
 
 def _clipped(text: str, limit: int) -> str:
@@ -183,14 +186,14 @@ def _clipped(text: str, limit: int) -> str:
 
 
 def _where(doc: str, heading: str) -> str:
-    """Where a quote is: its document and the title of its section, as long as a lead-in.
+    """Where a quote is: its document and the title of its section, as wide as a lead-in.
 
     >>> _where("a.md", "Latency on a Pi 5, batch size 1")
     'a.md · Latency on a Pi 5, batch size 1'
     >>> len(_where("a.md", "x" * 200)), _where("a.md", "x" * 200)[-2:]
     (127, 'x…')
     """
-    return f"{doc} · {_clipped(heading, 120)}" if heading else doc
+    return f"{doc} · {_clipped(heading, _LEAD_WIDTH)}" if heading else doc
 
 
 def _reason(points: list[DraftPoint]) -> str:
@@ -217,7 +220,7 @@ def _point_line(
         return line
     text = _clipped(point.text, limit)
     if point.context and point.context not in text:
-        context = _clipped(point.context, 120)
+        context = _clipped(point.context, _LEAD_WIDTH)
         text = f"{context} {text}" if context.endswith((":", "：")) else f"{context}: {text}"
     heading = point.heading if point.heading and point.heading not in text else ""
     line = f"“{text}” ({_where(point.doc, heading)})"
