@@ -45,7 +45,7 @@ from qa.decide.graph.advice import GraphComposer, find_conflicts
 from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
-from qa.read.frame import asked_types, linked_options, strip_injection
+from qa.read.frame import asked_types, linked_options, named_things, strip_injection
 from qa.read.understand import QuestionReader
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
@@ -305,6 +305,19 @@ class Assistant:
                     [(surface, frame.text.find(surface, at)) for surface in linked],
                 )
             ]
+        # a document that alone names a thing the question names (its project, an option, a
+        # model) is read, its best units added where the ranking found none of it
+        named = [d for n, _ in named_things(frame.text) if (d := self.evidence.document_naming(n))]
+        ranked_docs = {r.unit.doc for r in ranked}
+        ranked = [
+            *ranked,
+            *(
+                r
+                for d in dict.fromkeys(named)
+                if d not in ranked_docs
+                for r in self.units.best_of_document(frame.text, d)
+            ),
+        ]
         return Reading.gather(
             frame.text,
             question.language,
@@ -319,7 +332,10 @@ class Assistant:
             named=question.entity_ids,
             draft=draft,
             labels=self.section_labels,
-            first_docs=[doc for e in specific for doc in self.evidence.documents_about(e)],
+            first_docs=[
+                *(doc for e in specific for doc in self.evidence.documents_about(e)),
+                *named,
+            ],
             window=self.evidence.section_window,
         )
 

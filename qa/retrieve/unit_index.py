@@ -29,7 +29,7 @@ from qa.schema import (
     PathEdge,
 )
 
-__all__ = ["CHOOSABLE", "SOFTWARE", "UnitIndex"]
+__all__ = ["CHOOSABLE", "SOFTWARE", "UnitIndex", "sole_document"]
 
 _T = TypeVar("_T")
 
@@ -132,6 +132,48 @@ class _EdgesAt(Mapping[tuple[str, int], list[PathEdge]]):
         return len(self._raw)
 
 
+def sole_document(name: str, folded: Mapping[str, str]) -> str | None:
+    """The one document of `folded` (case-folded texts by document) that names `name` as a
+    whole word (case ignored), or None where none or several do: a name no other document
+    uses is that document's own (its project, its option, its model), and a question that
+    names it asks about that document.
+
+    >>> docs = {"a.md": "run tgi-server.", "b.md": "tgi serves. stgi.", "c.md": "tgi"}
+    >>> sole_document("tgi-server", docs), sole_document("TGI", docs)
+    ('a.md', None)
+    >>> sole_document("Stgi", docs), sole_document("gi", docs), sole_document(" ", docs)
+    ('b.md', None, None)
+    """
+    word = name.casefold().strip()
+    if not word:
+        return None
+    naming = None
+    for doc, text in folded.items():
+        if _names_word(text, word):
+            if naming is not None:
+                return None
+            naming = doc
+    return naming
+
+
+def _names_word(text: str, word: str) -> bool:
+    """Whether `text` holds `word` not inside a longer word (letters, digits, `_`, `-` around
+    it make it part of one). A substring search first: most documents lack the word.
+
+    >>> _names_word("use tgi.", "tgi"), _names_word("stgi tgi-x", "tgi"), _names_word("x", "")
+    (True, False, False)
+    """
+    at = text.find(word) if word else -1
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        end = at + len(word)
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_-" or after.isalnum() or after in "_-"):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
 class UnitIndex:
     """Read-only over one store's graph and units; safe to share across threads."""
 
@@ -155,6 +197,7 @@ class UnitIndex:
         self._parents: dict[str, str | None] = {}
         self._texts: dict[str, frozenset[str]] = {}
         self._unit_at = {(u.doc, u.start): u for u in search.units}
+        self._naming: dict[str, str | None] = {}
         self._doc_units: dict[str, list[EvidenceUnit]] = defaultdict(list)
         self._unit_index: dict[str, int] = {}
         for unit in search.units:
@@ -238,6 +281,19 @@ class UnitIndex:
     def documents_about(self, entity: str) -> list[str]:
         """The documents whose subject is `entity` (its README, its docs pages), in id order."""
         return sorted(doc for doc, subject in self._doc_subject.items() if subject == entity)
+
+    @cached_property
+    def _folded_documents(self) -> dict[str, str]:
+        """Each document's text, case-folded (made on first use)."""
+        return {doc: text.casefold() for doc, text in self.documents.items()}
+
+    def document_naming(self, name: str) -> str | None:
+        """The one document that names `name` (`sole_document`), or None; remembered per
+        name (questions repeat their names)."""
+        key = name.casefold()
+        if key not in self._naming:
+            self._naming[key] = sole_document(key, self._folded_documents)
+        return self._naming[key]
 
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a

@@ -16,7 +16,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -189,6 +189,29 @@ class UnitSearch:
             [" ".join(unit_index_text(self.by_id[u]) for u in ids) for ids in groups.values()],
         )
         return index
+
+    @cached_property
+    def _document_positions(self) -> dict[str, list[int]]:
+        """Where each document's units are in the lexical index (made on first use)."""
+        positions: dict[str, list[int]] = {}
+        for unit in self.units:
+            at = self.lexical.position(unit.id)
+            if at is not None:
+                positions.setdefault(unit.doc, []).append(at)
+        return positions
+
+    def best_of_document(self, question: str, doc: str, k: int = 3) -> list[RankedUnit]:
+        """The `k` units of one document that match the question best (lexically, headings
+        left out), scored 0: what a question that names the document reads of it when the
+        corpus-wide ranking found none of it."""
+        keep = np.zeros(len(self.lexical.ids), dtype=bool)
+        keep[self._document_positions.get(doc, [])] = True
+        hits = bilingual_search(
+            self.lexical, self.query_weights(question), 4000, own=question, keep=keep
+        )
+        found = [self.by_id[uid] for uid, _ in hits if uid in self.by_id]
+        usable = [u for u in found if u.kind != UnitKind.HEADING]
+        return [RankedUnit(u, 0.0, 0.0, 0.0, False) for u in usable[:k]]
 
     def about_mask(self, about: Iterable[str]) -> npt.NDArray[np.bool_]:
         """Which units of the lexical index (in its order) are about one of `about`."""
