@@ -457,6 +457,7 @@ def draft_from_verdict(
     max_reasons: int = 3,
     max_facts: int = 6,
     max_further: int = 2,
+    max_next: int = 4,
 ) -> AnswerDraft:
     """The answer draft a verdict makes over `base` (the graph's draft of the same question:
     its conflicts, caveats, snippets and notes stay). The pick comes with the graph's reasons
@@ -468,7 +469,8 @@ def draft_from_verdict(
     `max_further` units ranked below it that its sections go on with and as many of the units
     next to it there, the graph's facts, then the rest of what the reader read, each span once:
     at most `max_facts`, but never fewer than the units the reader read and those added, so
-    that what it decided from is on screen. The sentence is the prose.
+    that what it decided from is on screen; after them, `max_next` units retrieval ranked next
+    below those read (`Reading.further`), each span once. The sentence is the prose.
 
     The units next to a line are what a reader of the page sees around it: measured with the
     embedded 0.5B reader on the three public sets, 14 of real-articles' required facts that
@@ -537,11 +539,23 @@ def draft_from_verdict(
             facts.append(fact)
     # never fewer than the reader read: what it decided from is on screen, each span once
     limit = max(max_facts - (2 if recommendations else 0), len(reading.evidence)) + len(goes_on)
+    facts = facts[: max(limit, len(cited))]
+    shown = {(p.doc, p.start) for p in [*facts, *(p for r in recommendations for p in r.points)]}
+    # then what retrieval ranked next: the sources go on a little past what the reader read
+    for unit in reading.further[:max_next]:
+        fact = point(unit, None)
+        inside = any(
+            q.doc == fact.doc and q.start <= fact.start and fact.end <= q.end
+            for q in [*facts, *(p for r in recommendations for p in r.points)]
+        )
+        if (fact.doc, fact.start) not in shown and not inside:
+            shown.add((fact.doc, fact.start))
+            facts.append(fact)
     return base.model_copy(
         update={
             "recommendations": recommendations,
             "candidates": [],
-            "facts": facts[: max(limit, len(cited))],
+            "facts": facts,
             "prose": verdict.sentence,
             "abstain": None,
             "backend": f"llm:{verdict.model}",

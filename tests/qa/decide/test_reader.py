@@ -536,8 +536,31 @@ def test_the_picks_own_section_goes_on_beyond_what_the_reader_read() -> None:
     made = draft_from_verdict(reading, verdict, _point, base)
     assert [p.start for p in made.recommendations[0].points] == [0, 200, 300]
     # no pick: the cited line's section goes on among the facts, whatever it names
-    plain = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), _point, base)
+    plain = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), _point, base, max_next=0)
     assert [p.start for p in plain.facts] == [0, 200, 300]
+
+
+def test_the_sources_go_on_with_the_units_ranked_next_after_those_read() -> None:
+    # after what the reader read (and its section's further lines), the units retrieval ranked
+    # next, `max_next` of them, each span once, whatever section they are in
+    read = [_unit(0, "Kestrel", "Kestrel packs weights in 2 bits."), _unit(9, "Wren", "Wren.")]
+    further = [
+        _unit(1, "Wren", "Kestrel is slower than Wren."),
+        _unit(2, "Kestrel", "Use a checkpoint someone packed already."),
+        _unit(5, "Tern", "Tern needs a calibration set."),
+        _unit(6, "Tern", "Tern runs on CPUs."),
+        _unit(7, "Tern", "Tern is new."),
+    ]
+    reading = Reading(
+        question="Which packer?", language="en", choose=True, evidence=read, further=further
+    )
+    base = AnswerDraft(question="Which packer?", language="en")
+    made = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), _point, base)
+    # read: 0 (cited), its section's further line 200, 900; then ranked next: 100, 500, 600
+    # (200 is on screen already, and the fourth ranked next is the last one taken)
+    assert [p.start for p in made.facts] == [0, 200, 900, 100, 500, 600]
+    fewer = draft_from_verdict(reading, Verdict(evidence=[1], model="m"), _point, base, max_next=1)
+    assert [p.start for p in fewer.facts] == [0, 200, 900, 100]
 
 
 def test_the_cited_lines_neighbours_in_its_section_follow_it() -> None:
