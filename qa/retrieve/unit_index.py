@@ -157,21 +157,29 @@ def sole_document(name: str, folded: Mapping[str, str]) -> str | None:
 
 
 def _names_word(text: str, word: str) -> bool:
-    """Whether `text` holds `word` not inside a longer word (letters, digits, `_`, `-` around
-    it make it part of one). A substring search first: most documents lack the word.
+    """Whether `text` holds `word` not inside a longer word (Latin letters, digits, `_`, `-`
+    around it make it part of one; Chinese text writes Latin names with no space around them).
+    A substring search first: most documents lack the word.
 
     >>> _names_word("use tgi.", "tgi"), _names_word("stgi tgi-x", "tgi"), _names_word("x", "")
     (True, False, False)
+    >>> _names_word("首先安装tgi服务", "tgi"), _names_word("量化训练", "训练")
+    (True, True)
     """
     at = text.find(word) if word else -1
     while at >= 0:
         before = text[at - 1] if at else " "
         end = at + len(word)
         after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before in "_-" or after.isalnum() or after in "_-"):
+        if not (_word_char(before) or _word_char(after)):
             return True
         at = text.find(word, at + 1)
     return False
+
+
+def _word_char(char: str) -> bool:
+    """A character that joins a Latin word: an ASCII letter or digit, `_` or `-`."""
+    return (char.isascii() and char.isalnum()) or char in "_-"
 
 
 class UnitIndex:
