@@ -388,6 +388,27 @@ def _further(
     return found
 
 
+def _add_unseen(
+    facts: list[DraftPoint], new: Iterable[DraftPoint], picked: list[DraftPoint]
+) -> None:
+    """Append to `facts` each of `new` not on screen yet: no point of `facts` or `picked` starts
+    where it starts or holds its span.
+
+    >>> def p(start, end): return DraftPoint(doc="d", start=start, end=end, quote="x", text="x")
+    >>> facts = [p(0, 10)]
+    >>> _add_unseen(facts, [p(2, 5), p(0, 3), p(20, 30), p(20, 25), p(40, 50)], [p(40, 45)])
+    >>> [(f.start, f.end) for f in facts]
+    [(0, 10), (20, 30)]
+    """
+    for fact in new:
+        if not any(
+            q.doc == fact.doc
+            and (q.start == fact.start or q.start <= fact.start <= fact.end <= q.end)
+            for q in [*facts, *picked]
+        ):
+            facts.append(fact)
+
+
 def _cites(point: DraftPoint, candidate: Candidate) -> bool:
     """Whether a point cites an edge of the candidate's entity (a bare name has none)."""
     return bool(candidate.entity) and any(
@@ -519,38 +540,17 @@ def draft_from_verdict(
             recommendations += [
                 r for r in base.recommendations if r is not first and not _same(pick, r)
             ][:2]
-    shown = {(p.doc, p.start) for r in recommendations for p in r.points}
+    picked = [p for r in recommendations for p in r.points]
     facts: list[DraftPoint] = []
     said = [point(u, None) for u in cited]
     goes_on = _further(reading, said, point, max_further)
     goes_on += _further(reading, [*said, *goes_on], point, max_further, pool=reading.around)
-    for fact in [
-        *said,
-        *goes_on,
-        *base.facts,
-        *(point(u, None) for u in rest),
-    ]:
-        inside = any(
-            q.doc == fact.doc and q.start <= fact.start and fact.end <= q.end
-            for q in [*facts, *(p for r in recommendations for p in r.points)]
-        )
-        if (fact.doc, fact.start) not in shown and not inside:
-            shown.add((fact.doc, fact.start))
-            facts.append(fact)
+    _add_unseen(facts, [*said, *goes_on, *base.facts, *(point(u, None) for u in rest)], picked)
     # never fewer than the reader read: what it decided from is on screen, each span once
     limit = max(max_facts - (2 if recommendations else 0), len(reading.evidence)) + len(goes_on)
     facts = facts[: max(limit, len(cited))]
-    shown = {(p.doc, p.start) for p in [*facts, *(p for r in recommendations for p in r.points)]}
     # then what retrieval ranked next: the sources go on a little past what the reader read
-    for unit in reading.further[:max_next]:
-        fact = point(unit, None)
-        inside = any(
-            q.doc == fact.doc and q.start <= fact.start and fact.end <= q.end
-            for q in [*facts, *(p for r in recommendations for p in r.points)]
-        )
-        if (fact.doc, fact.start) not in shown and not inside:
-            shown.add((fact.doc, fact.start))
-            facts.append(fact)
+    _add_unseen(facts, [point(u, None) for u in reading.further[:max_next]], picked)
     return base.model_copy(
         update={
             "recommendations": recommendations,
