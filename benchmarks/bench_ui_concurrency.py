@@ -1,6 +1,7 @@
 """Concurrent sessions against the `ask` endpoint of `kgqa ui` (or of `kgqa serve-api`).
 
     python benchmarks/bench_ui_concurrency.py --store .store   # starts `kgqa ui --llm none` itself
+    python benchmarks/bench_ui_concurrency.py --store .store --workers 0   # answers in its process
     python benchmarks/bench_ui_concurrency.py --url http://127.0.0.1:7860/
     python benchmarks/bench_ui_concurrency.py --client http --url http://127.0.0.1:7860/
     python benchmarks/bench_ui_concurrency.py --client api --url http://127.0.0.1:8080/
@@ -37,12 +38,15 @@ def _questions(path: Path) -> list[str]:
     return [json.loads(line)["question"] for line in lines if line.strip()]
 
 
-def _start(store: Path, dense: bool, llm: str) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    store: Path, dense: bool, llm: str, workers: int | None
+) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     command = [sys.executable, "-m", "qa.cli", "ui", "--store", str(store), "--port", str(port)]
     command += ["--llm", llm]
+    command += [] if workers is None else ["--workers", str(workers)]
     proc = subprocess.Popen(command + ([] if dense else ["--no-dense"]), cwd=REPO)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 300
@@ -146,6 +150,12 @@ def main() -> int:
     parser.add_argument(
         "--llm", default="none", help="the started app's reader (default none: the graph alone)"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="the started app's answering processes (default: `kgqa ui`'s own; 0: in its process)",
+    )
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--questions", type=int, default=10, help="questions per session")
     parser.add_argument("--file", type=Path, default=REPO / "corpus" / "dev_questions.jsonl")
@@ -157,7 +167,11 @@ def main() -> int:
     )
     args = parser.parse_args()
     pool = _questions(args.file)
-    proc, url = (None, args.url) if args.url else _start(args.store, not args.no_dense, args.llm)
+    proc, url = (
+        (None, args.url)
+        if args.url
+        else _start(args.store, not args.no_dense, args.llm, args.workers)
+    )
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()

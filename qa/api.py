@@ -62,6 +62,7 @@ from qa.schema import (
 )
 from qa.snippets.store_check import apply_cached_results
 from qa.verify import CitationVerifier
+from qa.workers import AnswerPool, PoolUnavailable
 
 if TYPE_CHECKING:
     from qa.config import Settings
@@ -168,6 +169,7 @@ class Assistant:
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
         self.section_labels = section_labels(units)
         self._llm = llm
+        self._pool: AnswerPool | None = None
 
     @property
     def llm(self) -> ReaderModel | None:
@@ -179,6 +181,20 @@ class Assistant:
         answers with `llm` (None: the graph composer only). This one is left as it is."""
         other = copy.copy(self)
         other._llm = llm
+        return other
+
+    def warm_up(self) -> None:
+        """Load what the first question loads (the query embedder, the tokenizers'
+        dictionaries) by answering one without the reader, so that the first question a user
+        asks is as quick as the rest."""
+        self.ask("warm up", use_llm=False)
+
+    def answering_in(self, pool: AnswerPool | None) -> Assistant:
+        """Another assistant over the same store whose `ask` and `ask_stream` are answered by
+        `pool`'s worker processes (`qa.workers`), or here where no worker can (None: here).
+        This one is left as it is."""
+        other = copy.copy(self)
+        other._pool = pool
         return other
 
     @classmethod
@@ -364,7 +380,14 @@ class Assistant:
     def ask_stream(
         self, question: str, *, qid: str | None = None, use_llm: bool = True
     ) -> Iterator[AnswerEvent]:
-        """The graph answer at once, then (with an LLM) text deltas, then the final answer."""
+        """The graph answer at once, then (with an LLM) text deltas, then the final answer.
+        With a pool (`answering_in`), a worker process answers; where none can, this one does."""
+        if self._pool is not None:
+            try:
+                yield from self._pool.ask_stream(question, qid=qid, use_llm=use_llm)
+                return
+            except PoolUnavailable:
+                pass  # answered here, from the start
         started = time.perf_counter()
 
         def stamp(answer: Answer) -> Answer:

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qa.workers import worker_share
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -38,15 +40,6 @@ __all__ = ["app_from_environment", "build_api", "cmd_serve_api", "register", "wo
 
 #: How the command hands its inputs to the worker processes it starts (they read it once).
 _ENV = "KGQA_SERVE_API_ARGS"
-
-
-def worker_share(total: int, workers: int) -> int:
-    """Each worker's part of `total` LLM requests in flight (at least one).
-
-    >>> worker_share(8, 3), worker_share(8, 1), worker_share(2, 4)
-    (2, 8, 1)
-    """
-    return max(1, total // max(1, workers))
 
 
 def build_api(assistant: Assistant) -> Starlette:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from kg.errors import KGQAError
 
 if TYPE_CHECKING:
+    from qa.api import Assistant
     from qa.config import Settings
 
 __all__ = ["cmd_ui", "parse_auth", "register"]
@@ -45,6 +46,7 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
     assistant = Assistant.open(settings.store, settings=settings, dense=not args.no_dense, llm=spec)
     if spec != "none":
         print(f"kgqa ui: answering backend {assistant.status().backend}", flush=True)
+    assistant = _answering_workers(assistant, args, settings)
     examples = _examples(args.examples, settings)
     status = assistant.status()
     print(
@@ -57,6 +59,26 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
         os.environ.setdefault(name, value)
     launch_app(assistant, host=args.host, port=args.port, auth=auth, examples=examples)
     return 0
+
+
+def _answering_workers(
+    assistant: Assistant, args: argparse.Namespace, settings: Settings
+) -> Assistant:
+    """The assistant the app answers with: its answers computed in `--workers` processes
+    (default: one per CPU but the app's own, at most four), or in this process."""
+    from qa.workers import AnswerPool, default_workers, worker_spec
+
+    workers = args.workers
+    if workers is None:
+        workers = default_workers(len(os.sched_getaffinity(0)))
+    if workers < 1:
+        return assistant
+    spec = worker_spec(assistant, settings.store, settings, dense=not args.no_dense)
+    if spec is None:
+        print("kgqa ui: the reader runs in this process: answers are computed here", flush=True)
+        return assistant
+    print(f"kgqa ui: answers computed in {workers} worker process(es)", flush=True)
+    return assistant.answering_in(AnswerPool(spec, workers))
 
 
 def _examples(path: Path | None, settings: Settings) -> list[str] | None:
@@ -92,6 +114,13 @@ def register(
     )
     ui.add_argument(
         "--no-dense", action="store_true", help="skip the embedding model (lexical retrieval only)"
+    )
+    ui.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes that compute answers, each over its own copy of the store (default: one "
+        "per CPU but the app's own, at most 4; 0: in the app's process)",
     )
     ui.add_argument(
         "--examples",
