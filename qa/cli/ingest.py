@@ -140,11 +140,15 @@ def _dropped_summary(report: IngestReport, shown: int = 3) -> str:
 
 def _next_steps(args: argparse.Namespace, settings: Settings) -> str:
     """How to ask this store: the same --store (or a kgqa.toml that names it)."""
+    from kg.falkor import parse_location
+    from kg.store import is_server_store
     from qa.config import Settings as Defaults
 
     if args.store is None or Path(args.store) == Defaults().store:
         return 'ask it: kgqa ask "QUESTION"   (the web app: kgqa ui)'
-    store = settings.store
+    # a server's location as it was written: a path makes "falkordb:/host..." of it
+    located = settings.store
+    store = parse_location(located).text if is_server_store(located) else str(located)
     return (
         f'ask it: kgqa ask "QUESTION" --store {store}   (also kgqa ui / kgqa eval --store '
         f'{store}; or put store = "{store}" under [kgqa] in ./kgqa.toml to make it the default)'

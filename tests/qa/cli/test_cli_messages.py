@@ -100,3 +100,7 @@ def test_ingest_ends_with_how_to_ask_the_store_it_built() -> None:
     assert "--store .store-mine" in told and "kgqa.toml" in told
     default = _next_steps(argparse.Namespace(store=None), Settings())
     assert "--store" not in default and 'kgqa ask "QUESTION"' in default
+    # a server's location as it was written, not as a path makes it ("falkordb:/db:6379/docs")
+    server = Path("falkordb://db:6379/docs")
+    told = _next_steps(argparse.Namespace(store=server), Settings(store=server))
+    assert "--store falkordb://db:6379/docs " in told
