@@ -70,7 +70,8 @@ def _answering_workers(
 
     workers = args.workers
     if workers is None:
-        workers = default_workers(len(os.sched_getaffinity(0)))
+        affinity = getattr(os, "sched_getaffinity", None)  # Linux: the CPUs this may use
+        workers = default_workers(len(affinity(0)) if affinity else os.cpu_count())
     if workers < 1:
         return assistant
     spec = worker_spec(assistant, settings.store, settings, dense=not args.no_dense)
