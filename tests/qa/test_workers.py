@@ -29,7 +29,7 @@ ARTICLE = """部署与选型笔记
 QUESTIONS = [
     "入门先学哪个框架？",
     "边缘盒子上部署用什么，延迟最低？",
-    "Which tool shards optimizer state for multi-node training?",
+    "Which tool should we use for training on many machines?",
     "",  # an empty question is declined, by the worker as here
 ]
 
