@@ -6,7 +6,7 @@ lock on answers and on the web server's own work in turns. `AnswerPool` answers 
 processes instead, each over its own copy of the store, opened as the command opened its own
 (`WorkerSpec`); the process that holds the pool keeps the web server.
 
-    pool = AnswerPool(WorkerSpec(store=".store", llm="none"), workers=1)
+    pool = AnswerPool(WorkerSpec(store=".store", settings=Settings(), llm="none"), workers=1)
     for event in pool.ask_stream("我只有 CPU，用哪个推理引擎？"):
         ...                      # the same `AnswerEvent`s as `Assistant.ask_stream`
     pool.close()
@@ -16,7 +16,7 @@ whose other parts (graph, understanding, explorer) stay in its own process. A wo
 not ready yet, or has died, answers nothing: its questions are answered in the calling process
 (`PoolUnavailable`), so a crash loses no answer, and a dead worker is started again.
 Each worker answers up to `concurrency` questions at once (threads: an answer with a reader
-waits on the LLM server most of the time), and an LLM server is shared: the workers are given
+waits on the model's server most of the time), and that server is shared: the workers are given
 the URL the command's own assistant reads through, each with its share of `llm.max_concurrency`.
 """
 
@@ -78,20 +78,19 @@ def default_workers(cpus: int | None) -> int:
 @dataclass(frozen=True)
 class WorkerSpec:
     """How a worker opens its assistant: the command's settings, store, embedder choice and
-    reader (`none`, or the URL of the LLM server the command's own assistant reads through).
+    reader (`none`, or the URL of the model's server the command's own assistant reads through).
     """
 
     store: str | Path
+    settings: Settings
     llm: str = "none"
     dense: bool = True
-    settings: Settings | None = None
 
     def open(self, share: int) -> Assistant:
         """The worker's assistant, its LLM requests in flight capped at `share`."""
         from qa.api import Assistant
-        from qa.config import Settings
 
-        settings = (self.settings or Settings()).model_copy(deep=True)
+        settings = self.settings.model_copy(deep=True)
         settings.llm.max_concurrency = share
         return Assistant.open(self.store, settings=settings, dense=self.dense, llm=self.llm)
 
@@ -168,7 +167,7 @@ class AnswerPool:
         self.spec = spec
         self.concurrency = concurrency
         self._context = mp.get_context("spawn")  # a fresh interpreter: no threads forked
-        self._share = worker_share((spec.settings or _settings()).llm.max_concurrency, workers)
+        self._share = worker_share(spec.settings.llm.max_concurrency, workers)
         self._jobs: dict[int, queue.SimpleQueue[Any]] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()
@@ -295,9 +294,3 @@ class AnswerPool:
                 worker.process.kill()
                 worker.process.join(timeout=10)
             worker.conn.close()
-
-
-def _settings() -> Settings:
-    from qa.config import Settings
-
-    return Settings()

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qa.workers import worker_share
+from qa.workers import WorkerSpec, worker_share
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -71,7 +71,6 @@ def build_api(assistant: Assistant) -> Starlette:
 
 def _open(inputs: dict[str, Any]) -> Assistant:
     """The assistant of one worker, from the command's inputs."""
-    from qa.api import Assistant
     from qa.cli import offline_vllm_environment
     from qa.config import load_settings
 
@@ -81,12 +80,11 @@ def _open(inputs: dict[str, Any]) -> Assistant:
         store=Path(inputs["store"]) if inputs.get("store") else None,
         lexicon=[Path(p) for p in inputs.get("lexicon") or []] or None,
     )
-    share = worker_share(settings.llm.max_concurrency, int(inputs["workers"]))
-    settings.llm.max_concurrency = share
     offline_vllm_environment(inputs["llm"])
-    return Assistant.open(
-        settings.store, settings=settings, dense=not inputs["no_dense"], llm=inputs["llm"]
+    spec = WorkerSpec(
+        store=settings.store, settings=settings, llm=inputs["llm"], dense=not inputs["no_dense"]
     )
+    return spec.open(worker_share(settings.llm.max_concurrency, int(inputs["workers"])))
 
 
 _PR_SET_PDEATHSIG = 1
