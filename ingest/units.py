@@ -208,6 +208,9 @@ class _Builder:
             )
 
     def code(self, block: Block, context: str) -> None:
+        """A code block as units of `_CODE_LINES` lines each, in order: a quote stays short, and
+        every line can be found (the output a block ends with, "Peak memory: 3 GB", as much as
+        the command before it). A block longer than four units is a listing, not a quote."""
         code = (block.code or block.text).strip("\n")
         lines = code.split("\n")
         if not code.strip() or len(lines) > 4 * _CODE_LINES:
@@ -215,16 +218,18 @@ class _Builder:
         body_start = (
             block.text.find("\n") + 1 if block.text.lstrip().startswith(("```", "~~~")) else 0
         )
-        start = block.start + body_start
-        shown = lines[:_CODE_LINES]
-        end = start
-        for line in shown:
-            at = self.doc.text.find(line.strip(), end, block.end) if line.strip() else -1
-            if at >= 0:
-                end = at + len(line.strip())
-        if end <= start:
-            return
-        self.add(UnitKind.CODE, (start, end), "\n".join(shown).strip(), block, context=context)
+        end = block.start + body_start
+        for first in range(0, len(lines), _CODE_LINES):
+            shown = lines[first : first + _CODE_LINES]
+            start = end if first == 0 else -1  # a later piece starts at its first line found
+            for line in shown:
+                at = self.doc.text.find(line.strip(), end, block.end) if line.strip() else -1
+                if at >= 0:
+                    start = at if start < 0 else start
+                    end = at + len(line.strip())
+            text = "\n".join(shown).strip()
+            if 0 <= start < end and text:
+                self.add(UnitKind.CODE, (start, end), text, block, context=context)
 
 
 _LINK = re.compile(r"\]\(|<a\s|href=", re.I)

@@ -220,12 +220,24 @@ def test_long_item_is_cut_and_only_its_first_piece_has_the_lead() -> None:
     assert all(len(u.text) <= MAX_UNIT_CHARS for u in units)
 
 
-def test_code_unit_shows_at_most_eight_lines() -> None:
+def test_code_block_is_quoted_eight_lines_at_a_time() -> None:
     body = "\n".join(f"line_{i} = {i}" for i in range(12))
     doc, units = units_of(f"```python\n{body}\n```\n")
-    assert len(units) == 1
-    assert units[0].text == "\n".join(f"line_{i} = {i}" for i in range(8))
-    assert doc.text[units[0].start : units[0].end] == units[0].text
+    assert [u.text for u in units] == [
+        "\n".join(f"line_{i} = {i}" for i in range(8)),
+        "\n".join(f"line_{i} = {i}" for i in range(8, 12)),
+    ]
+    assert all(doc.text[u.start : u.end] == u.text for u in units)
+    assert units[0].end < units[1].start
+
+
+def test_output_at_the_end_of_a_code_block_is_found() -> None:
+    body = "\n".join([*(f"step --flag-{i}" for i in range(8)), "", "Peak memory: 3.14 GB"])
+    doc, units = units_of(f"Run it:\n\n```bash\n{body}\n```\n")
+    code = [u for u in units if u.kind == UnitKind.CODE]
+    assert code[-1].text == "Peak memory: 3.14 GB"
+    assert doc.text[code[-1].start : code[-1].end] == "Peak memory: 3.14 GB"
+    assert code[-1].context == code[0].context == "Run it:"
 
 
 def test_very_long_code_yields_no_unit() -> None:
