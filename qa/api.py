@@ -45,7 +45,7 @@ from qa.decide.graph.advice import GraphComposer, find_conflicts
 from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
-from qa.read.frame import asked_types, linked_options, named_things, strip_injection
+from qa.read.frame import linked_options, named_things, strip_injection
 from qa.read.understand import QuestionReader
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
@@ -342,9 +342,6 @@ class Assistant:
             graph=self.graph,
             documents=self.documents,
             options=options,
-            # the kinds of thing the asking sentence names ("which engine"), not the words of
-            # the asker's situation around it
-            kinds=asked_types(frame.text[slice(*frame.asking_sentence)]),
             named=question.entity_ids,
             draft=draft,
             labels=self.section_labels,

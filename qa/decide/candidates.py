@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -46,7 +46,6 @@ __all__ = [
     "candidate_names",
     "defined_terms",
     "glossed_names",
-    "kinds_like",
     "names_unit",
     "number_evidence",
     "phrased",
@@ -145,27 +144,6 @@ def title_name(title: str) -> str:
     return text.rstrip("：:").strip()
 
 
-#: kinds one question may ask for under one word ("engine", "库", "工具" are used loosely)
-_KIND_GROUPS = (
-    frozenset({NodeType.FRAMEWORK, NodeType.LIBRARY, NodeType.INFERENCE_ENGINE, NodeType.TOOL}),
-    frozenset({NodeType.TECHNIQUE, NodeType.PARALLEL_STRATEGY, NodeType.FORMAT}),
-    frozenset({NodeType.HARDWARE, NodeType.PLATFORM}),
-    frozenset({NodeType.MODEL}),
-)
-
-
-def kinds_like(kinds: Collection[NodeType]) -> frozenset[NodeType]:
-    """The kinds of entity that answer a question asking for `kinds` (empty: any kind): each
-    asked kind with those one word may mean.
-
-    >>> sorted(k.value for k in kinds_like({NodeType.INFERENCE_ENGINE}))
-    ['Framework', 'InferenceEngine', 'Library', 'Tool']
-    >>> kinds_like(())
-    frozenset()
-    """
-    return frozenset(k for group in _KIND_GROUPS if group & set(kinds) for k in group)
-
-
 def section_name(unit: EvidenceUnit, labels: Container[tuple[str, str]] = ()) -> str:
     """The title of the section a unit is in, as a name: the innermost title that is not a
     label (`labels`: the (document, title) pairs that head several sections of one document,
@@ -241,7 +219,6 @@ def candidate_names(
     *,
     question: str = "",
     options: Sequence[str] = (),
-    kinds: Collection[NodeType] = (),
     named: Container[str] = (),
     prior: Sequence[Candidate] = (),
     labels: Container[tuple[str, str]] = (),
@@ -253,8 +230,7 @@ def candidate_names(
     normalised name; section titles that are `labels` give way to their parent's (`section_name`).
     A name the question itself uses, or a thing it names (`named`: the entities the question
     links to, under any surface), other than its options, is the asker's situation ("用飞桨的
-    工具…"), not an answer: it is left out. Where the question asks for `kinds` of thing, an
-    entity of another kind is left out ("which engine?": not the GPU it runs on).
+    工具…"), not an answer: it is left out.
 
     >>> from kg.schema import Entity
     >>> g = KnowledgeGraph()
@@ -289,8 +265,6 @@ def candidate_names(
                 continue  # two sentences (a reference's "Author. Title") are no name
             if key not in option_keys and asked(part, entity):
                 continue
-            if key not in option_keys and not of_kind(part, entity):
-                continue
             known = found.get(key)
             if known is None:
                 found[key] = Candidate(name=part, entity=entity)
@@ -309,17 +283,6 @@ def candidate_names(
             return True
         thing = graph.entity(node)
         return any(asked_in(normalize_name(n)) for n in [thing.name, *thing.aliases])
-
-    wanted = kinds_like(kinds)
-
-    def of_kind(name: str, entity: str | None) -> bool:
-        """Whether a name can answer a question asking for `kinds`: a thing of such a kind ("which
-        inference engine?": not the GPU it runs on, even as a section title), or a name the
-        graph does not know."""
-        if not wanted:
-            return True
-        node = entity or graph.find(name)
-        return node is None or node not in graph or graph.entity(node).type in wanted
 
     def add_entity(eid: str | None) -> None:
         if eid and eid in graph and graph.entity(eid).type not in _NOT_PICKED:

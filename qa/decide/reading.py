@@ -10,13 +10,13 @@ next (`further`) and those next to the units read in their sections (`around`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Container, Sequence
+from collections.abc import Callable, Container, Sequence
 
 from pydantic import BaseModel, Field
 
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
-from kg.schema import NodeType, normalize_name
+from kg.schema import normalize_name
 from qa.decide.candidates import Candidate, candidate_names, number_evidence
 from qa.retrieve.units import RankedUnit
 from qa.schema import AnswerDraft, Language
@@ -126,7 +126,6 @@ class Reading(BaseModel):
         graph: KnowledgeGraph,
         documents: dict[str, str],
         options: Sequence[str] = (),
-        kinds: Collection[NodeType] = (),
         named: Sequence[str] = (),
         draft: AnswerDraft | None = None,
         labels: Container[tuple[str, str]] = (),
@@ -137,10 +136,13 @@ class Reading(BaseModel):
         window: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names, `kinds` the kinds of thing it asks for, `named` the entities it links
-        to; `first_docs` the documents whose best unit it must read (those of the things it
-        names); the graph's draft (when given) lends its picks as candidates; `window` gives
-        the units next to a unit in its section (`UnitIndex.section_window`)."""
+        question names, `named` the entities it links to; `first_docs` the documents whose best
+        unit it must read (those of the things it names); the graph's draft (when given) lends
+        its picks as candidates; `window` gives the units next to a unit in its section
+        (`UnitIndex.section_window`). Candidates of every kind are the reader's to weigh: a
+        question's words for a kind of thing say what it is about as often as what it asks for
+        (a question set in an inference engine may ask for a parallelism), and leaving out the
+        other kinds measured no better (README)."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
         read = {id(u) for u in evidence}
         after = select_evidence(ranked, limit + further, first_docs=first_docs)
@@ -156,7 +158,6 @@ class Reading(BaseModel):
                 documents,
                 question=question,
                 options=options,
-                kinds=kinds,
                 named=set(named),
                 prior=prior,
                 labels=labels,
