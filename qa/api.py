@@ -45,7 +45,7 @@ from qa.decide.graph.advice import GraphComposer, find_conflicts
 from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
-from qa.read.frame import linked_options, named_things, strip_injection
+from qa.read.frame import asks_amount, linked_options, named_things, strip_injection
 from qa.read.understand import QuestionReader
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
@@ -337,7 +337,9 @@ class Assistant:
         return Reading.gather(
             frame.text,
             question.language,
-            choose=True,  # whether the question asks for a pick is the reader's to say (none)
+            # whether it asks for a pick is the reader's to say (none), except where it asks
+            # how much or how many and to choose nothing: a figure answers it, not a name
+            choose=frame.choice or not asks_amount(frame.text),
             ranked=ranked,
             graph=self.graph,
             documents=self.documents,

@@ -128,6 +128,39 @@ def test_the_prompt_lists_numbered_evidence_then_candidates_then_the_question(
     assert lines[-2].startswith("候选") and lines[-1] == f"问题：{reading.question}"
 
 
+def test_a_question_asking_how_much_has_no_pick_to_make(assistant: Assistant) -> None:
+    # a figure answers it: the reader reads the lines, and no name is offered to pick
+    reading = _reading(assistant, "用校准压缩时，需要准备多少张校准图片？")
+    assert not reading.choose and reading.candidates == []
+    assert reading.evidence
+    # asking which one, and how much, still asks for a pick
+    reading = _reading(assistant, "校准压缩和权重压缩选哪个？各要多少数据？")
+    assert reading.choose and reading.candidates
+
+
+SPLIT_PAGE = """# Marrowflow serving notes
+
+Marrowflow is an inference engine for language models.
+
+## Splitting a large model
+
+When a model is too big for one GPU but fits on one machine, use tensor parallelism: set
+`--tp` to the number of GPUs. When it needs several machines, add pipeline parallelism.
+"""
+
+
+def test_a_kind_word_in_the_question_leaves_every_kind_a_candidate(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    store = article_store(tmp_path_factory, {"marrowflow-serving.md": SPLIT_PAGE})
+    assistant = Assistant.open(store, dense=False, llm="none")
+    # "inference engine" names the kind of thing Marrowflow is; the answer is a parallelism
+    question = "Which way should our inference engine split a model that is too big for one GPU?"
+    names = [c.name for c in _reading(assistant, question).candidates]
+    assert assistant.graph.find("tensor parallelism") is not None  # an entity, of another kind
+    assert "Tensor Parallelism" in names, names
+
+
 SHRINK_PAGE = """# Quokka 瘦身指南
 
 ## 剪枝
