@@ -2,9 +2,11 @@
 
 The file is JSON, which no person quotes; the document's text is what a reader of the notebook
 sees, written as Markdown: each Markdown cell's source as it is, each code cell's source in a
-fence labelled with the notebook's language, cells separated by a blank line. Outputs, raw
-cells and metadata are dropped. Spans and quotes index this text (`Document.media_type` is
-`NOTEBOOK`); the Markdown reader cuts it into blocks.
+fence labelled with the notebook's language, then the text it printed or returned in a fence
+labelled `output` (a tutorial states its results there: a loss, a speed, a table), cells
+separated by a blank line. Images, HTML, errors and what went to stderr (warnings, progress
+bars), raw cells and metadata are dropped. Spans and quotes index this text
+(`Document.media_type` is `NOTEBOOK`); the Markdown reader cuts it into blocks.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from kg.errors import IngestError
 
-__all__ = ["NOTEBOOK", "notebook_text"]
+__all__ = ["NOTEBOOK", "notebook_text", "output_text"]
 
 NOTEBOOK = "application/x-ipynb+json"
 
@@ -36,6 +38,42 @@ def _language(metadata: Any) -> str:
         if isinstance(value, str) and re.fullmatch(r"[\w+#.\-]{1,20}", value):
             return value.lower()
     return "python"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _text(value: Any) -> str:
+    """An output's text as one string (nbformat keeps it as a string or a list of lines)."""
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def output_text(outputs: Any) -> str:
+    """The text a code cell's outputs show: what it printed to stdout and the plain text of
+    what it returned or displayed, in order; colour codes gone, and of a line rewritten in
+    place (a counter ending in `\\r`) only what was left on screen.
+
+    >>> import nbformat
+    >>> out = [nbformat.v4.new_output("stream", text="step 1\\rstep 2\\ndone\\n"),
+    ...        nbformat.v4.new_output("stream", name="stderr", text="warning\\n"),
+    ...        nbformat.v4.new_output("execute_result",
+    ...                               data={"text/plain": "\\x1b[1m0.91\\x1b[0m"}),
+    ...        nbformat.v4.new_output("error", ename="E", evalue="x", traceback=[])]
+    >>> print(output_text(out))
+    step 2
+    done
+    0.91
+    """
+    pieces: list[str] = []
+    for output in outputs or []:
+        kind = output.get("output_type")
+        if kind == "stream" and output.get("name", "stdout") == "stdout":
+            pieces.append(_text(output.get("text")))
+        elif kind in ("execute_result", "display_data"):
+            pieces.append(_text((output.get("data") or {}).get("text/plain")))
+    text = _ANSI.sub("", "\n".join(p.rstrip("\n") for p in pieces if p.strip()))
+    lines = [line.rstrip("\r").rsplit("\r", 1)[-1].rstrip() for line in text.split("\n")]
+    return "\n".join(lines).strip("\n")
 
 
 def notebook_text(raw: str) -> str:
@@ -75,4 +113,8 @@ def notebook_text(raw: str) -> str:
         elif cell.get("cell_type") == "code":
             fence = _fence(source)
             parts.append(f"{fence}{language}\n{source}\n{fence}")
+            shown = output_text(cell.get("outputs"))
+            if shown.strip():
+                fence = _fence(shown)
+                parts.append(f"{fence}output\n{shown}\n{fence}")
     return "\n\n".join(parts) + "\n" if parts else ""

@@ -1,4 +1,5 @@
-"""Notebooks: Markdown cells as text, code cells as fenced code, outputs dropped."""
+"""Notebooks: Markdown cells as text, code cells as fenced code, their printed output after them
+(stderr, errors and images dropped)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,12 @@ def _notebook(language: str = "python") -> str:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "k", "display_name": "K", "language": language}
     code = nbformat.v4.new_code_cell("import brindle\nbrindle.run('m.gguf')")
-    code.outputs = [nbformat.v4.new_output("stream", text="SECRET OUTPUT 42\n")]
+    code.outputs = [
+        nbformat.v4.new_output("stream", text="Loaded in 3.2 s\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="DeprecationWarning: old API\n"),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="}),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "Peak memory: 2.4 GB"}),
+    ]
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Brindle tutorial\n\nBrindle runs on **NVIDIA GPUs**."),
         code,
@@ -30,10 +36,15 @@ def _notebook(language: str = "python") -> str:
     return str(nbformat.writes(nb))
 
 
-def test_cells_become_markdown_text_without_outputs() -> None:
+def test_cells_become_markdown_text_with_what_the_code_printed() -> None:
     text = notebook_text(_notebook())
-    assert "SECRET OUTPUT" not in text and "raw text" not in text
+    assert "raw text" not in text
+    assert "DeprecationWarning" not in text and "iVBOR" not in text  # stderr and images dropped
     assert text.startswith("# Brindle tutorial\n\nBrindle runs on **NVIDIA GPUs**.\n\n```python\n")
+    # the printed and returned text follows its cell, as a rendered notebook shows it
+    assert (
+        "brindle.run('m.gguf')\n```\n\n```output\nLoaded in 3.2 s\nPeak memory: 2.4 GB\n```" in text
+    )
     assert "````python\n```\nnot a fence end\n```\n````" in text  # a longer fence around backticks
 
 
@@ -47,15 +58,20 @@ def test_blocks_and_units_index_the_notebook_text(tmp_path: Path) -> None:
         BlockKind.HEADING,
         BlockKind.PROSE,
         BlockKind.CODE,
+        BlockKind.CODE,
         BlockKind.LIST,
         BlockKind.CODE,
     ]
     assert (
         blocks[2].language == "julia" and blocks[2].code == "import brindle\nbrindle.run('m.gguf')"
     )
+    assert blocks[3].code == "Loaded in 3.2 s\nPeak memory: 2.4 GB"
     for block in blocks:
         assert block.text == doc.text[block.start : block.end]
     units = document_units(doc, blocks)
+    # what the code printed is evidence a question can find, quoted verbatim
+    (printed,) = [u for u in units if "Peak memory" in u.text]
+    assert doc.text[printed.start : printed.end].endswith("Peak memory: 2.4 GB")
     assert [u.text for u in units if u.kind.value == "item"] == [
         "Windows is not supported.",
         "Linux works.",
