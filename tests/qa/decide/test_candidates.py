@@ -140,7 +140,7 @@ def test_a_question_asking_how_much_has_no_pick_to_make(assistant: Assistant) ->
 
 SPLIT_PAGE = """# Marrowflow serving notes
 
-Marrowflow is an inference engine for language models.
+Marrowflow serves language models; it is an inference engine.
 
 ## Splitting a large model
 
