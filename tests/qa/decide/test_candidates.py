@@ -51,10 +51,15 @@ Halo 模式: 体积最小但最慢的方案。
 QUESTION = "我们没有任何校准数据，只想把 Quokka 模型文件变小，不改变精度。用哪种压缩方式？"
 
 
+def _page_assistant(factory: pytest.TempPathFactory, name: str, page: str) -> Assistant:
+    """The graph-only assistant over a store of one page, ingested for real."""
+    store: Path = article_store(factory, {name: page})
+    return Assistant.open(store, dense=False, llm="none")
+
+
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    store: Path = article_store(tmp_path_factory, {"quokka-compress.md": PAGE})
-    return Assistant.open(store, dense=False, llm="none")
+    return _page_assistant(tmp_path_factory, "quokka-compress.md", PAGE)
 
 
 def _reading(assistant: Assistant, question: str) -> Reading:
@@ -152,8 +157,7 @@ When a model is too big for one GPU but fits on one machine, use tensor parallel
 def test_a_kind_word_in_the_question_leaves_every_kind_a_candidate(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    store = article_store(tmp_path_factory, {"marrowflow-serving.md": SPLIT_PAGE})
-    assistant = Assistant.open(store, dense=False, llm="none")
+    assistant = _page_assistant(tmp_path_factory, "marrowflow-serving.md", SPLIT_PAGE)
     # "inference engine" names the kind of thing Marrowflow is; the answer is a parallelism
     question = "Which way should our inference engine split a model that is too big for one GPU?"
     names = [c.name for c in _reading(assistant, question).candidates]
@@ -176,8 +180,7 @@ SHRINK_PAGE = """# Quokka 瘦身指南
 def test_two_things_the_question_links_and_joins_are_its_options(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    store = article_store(tmp_path_factory, {"quokka-shrink.md": SHRINK_PAGE})
-    assistant = Assistant.open(store, dense=False, llm="none")
+    assistant = _page_assistant(tmp_path_factory, "quokka-shrink.md", SHRINK_PAGE)
     question = "Quokka 的模型要放到手机上，是做剪枝还是知识蒸馏？"
     parsed = assistant.understand(question)
     assert not parsed.frame.options  # Chinese terms have no name's shape for the pattern
