@@ -1,5 +1,14 @@
 """HTML to the Markdown-like text the structure parser reads (`html_to_markdown`).
 
+A saved documentation page is mostly the site around the page: its menus, search box,
+breadcrumbs, table of contents, "Previous / Next" and copyright footer. Where the page marks
+its main content (`<main>`, `role="main"`, or a single `<article>`: HTML's and ARIA's
+landmarks), only that is read; navigation, search, banner and footer landmarks, forms and
+buttons never are, nor the permalink anchors beside headings ("¶"), nor a list that is all
+links within the page (its own contents: its titles follow as headings). Inline code and bold
+stay Markdown code spans and bold (`--backend`, **Fennel**): what a page formats that way
+names things, as in a Markdown source.
+
 Its own module so that BeautifulSoup (~80 ms to import) loads only for a corpus with HTML.
 """
 
@@ -12,7 +21,21 @@ from bs4.element import NavigableString
 
 __all__ = ["html_to_markdown"]
 
-_DROP = {"script", "style", "head", "noscript", "template", "svg", "iframe", "nav"}
+_DROP = {
+    "script",
+    "style",
+    "head",
+    "noscript",
+    "template",
+    "svg",
+    "iframe",
+    "nav",
+    "form",
+    "button",
+    "footer",
+}
+#: ARIA landmarks around a page's content, never in it
+_DROP_ROLES = {"navigation", "search", "banner", "contentinfo"}
 _BLOCK = {
     "p",
     "div",
@@ -20,7 +43,6 @@ _BLOCK = {
     "article",
     "main",
     "header",
-    "footer",
     "aside",
     "blockquote",
     "figure",
@@ -31,23 +53,103 @@ _BLOCK = {
     "address",
     "details",
     "summary",
-    "form",
     "body",
     "html",
     "hr",
 }
+_CODE = {"code", "kbd", "samp", "tt"}
+_BOLD = {"strong", "b"}
 _WS = re.compile(r"\s+")
+
+
+def _dropped(node: Tag) -> bool:
+    """Whether an element is the site around the content: a landmark of navigation, search,
+    banner or footer, a form or button, or a heading's permalink (an in-page link whose text is
+    one symbol, "¶" or "#")."""
+    if node.name in _DROP:
+        return True
+    role = node.get("role")
+    if isinstance(role, str) and set(role.split()) & _DROP_ROLES:
+        return True
+    if node.name == "a":
+        href = node.get("href")
+        text = node.get_text().strip()
+        return (
+            isinstance(href, str)
+            and href.startswith("#")
+            and len(text) <= 1
+            and not (text.isalnum())
+        )
+    return False
+
+
+def _contents(node: Tag) -> bool:
+    """Whether a list is a table of contents: all its text is links within the page.
+
+    >>> toc = '<ul><li><a href="#a">A</a><ul><li><a href="#b">B</a></li></ul></li></ul>'
+    >>> toc = BeautifulSoup(toc, "html.parser")
+    >>> _contents(toc.ul), _contents(BeautifulSoup('<ul><li>A</li></ul>', "html.parser").ul)
+    (True, False)
+    """
+    text = _WS.sub("", node.get_text())
+    linked = "".join(
+        a.get_text()
+        for a in node.find_all("a")
+        if isinstance(a.get("href"), str) and str(a.get("href")).startswith("#")
+    )
+    return bool(text) and _WS.sub("", linked) == text
+
+
+def _main(soup: BeautifulSoup) -> Tag | BeautifulSoup:
+    """The page's main content where it marks one: `<main>`, an element of role `main`, or its
+    only `<article>`; else the whole page.
+
+    >>> page = BeautifulSoup("<nav>Menu</nav><main><p>Body</p></main>", "html.parser")
+    >>> _main(page).get_text()
+    'Body'
+    """
+    for found in (soup.find_all("main"), soup.find_all(role="main")):
+        if len(found) == 1 and isinstance(found[0], Tag):
+            return found[0]
+    articles = soup.find_all("article")
+    if len(articles) == 1 and isinstance(articles[0], Tag):
+        return articles[0]
+    return soup
+
+
+def _span(text: str, name: str) -> str:
+    """Inline text as Markdown: a code span (fenced by more backticks than it holds) or bold.
+
+    >>> _span(" --threads ", "code"), _span("a`b", "kbd"), _span("Fennel", "b"), _span(" ", "b")
+    ('`--threads`', '``a`b``', '**Fennel**', '')
+    """
+    inner = text.strip()
+    if not inner:
+        return ""
+    if name in _BOLD:
+        return f"**{inner}**"
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", inner)), default=0) + 1)
+    pad = " " if inner.startswith("`") or inner.endswith("`") else ""
+    return f"{fence}{pad}{inner}{pad}{fence}"
+
+
+def _inline_parts(node: Tag, parts: list[str]) -> None:
+    for child in node.children:
+        if isinstance(child, NavigableString):
+            if type(child) is NavigableString:  # not a Comment/Doctype/CData
+                parts.append(str(child))
+        elif isinstance(child, Tag) and not _dropped(child):
+            if child.name == "br":
+                parts.append(" ")
+            elif child.name in _CODE or child.name in _BOLD:
+                parts.append(_span(_WS.sub(" ", child.get_text()), child.name))
+            else:
+                _inline_parts(child, parts)
 
 
 def _inline_text(node: Tag) -> str:
     parts: list[str] = []
-    for child in node.descendants:
-        if isinstance(child, NavigableString) and not any(
-            p.name in _DROP for p in child.parents if isinstance(p, Tag)
-        ):
-            parts.append(str(child))
-        elif isinstance(child, Tag) and child.name == "br":
-            parts.append(" ")
+    _inline_parts(node, parts)
     return _WS.sub(" ", "".join(parts)).strip()
 
 
@@ -70,16 +172,20 @@ class _HtmlRenderer:
                 if type(child) is NavigableString:  # not a Comment/Doctype/CData
                     self.inline.append(str(child))
                 continue
-            if not isinstance(child, Tag) or child.name in _DROP:
+            if not isinstance(child, Tag) or _dropped(child):
                 continue
             name = child.name
-            if re.fullmatch(r"h[1-6]", name):
+            if name in _CODE or name in _BOLD:
+                self.inline.append(_span(_WS.sub(" ", child.get_text()), name))
+            elif re.fullmatch(r"h[1-6]", name):
                 self.flush()
                 title = _inline_text(child)
                 if title:
                     self.blocks.append("#" * int(name[1]) + " " + title)
             elif name in ("ul", "ol"):
                 self.flush()
+                if _contents(child):  # the page's own table of contents: its titles follow
+                    continue
                 lines = self.list_lines(child, 0)
                 if lines:
                     self.blocks.append("\n".join(lines))
@@ -139,7 +245,9 @@ class _HtmlRenderer:
                 if cls and cls.startswith(("language-", "lang-")):
                     language = cls.split("-", 1)[1]
         code = node.get_text().strip("\n")
-        return f"```{language}\n{code}\n```"
+        # a fence longer than any backtick run inside (a page that shows a Markdown fence)
+        fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", code)), default=0) + 1)
+        return f"{fence}{language}\n{code}\n{fence}"
 
 
 def html_to_markdown(html: str) -> str:
@@ -151,6 +259,6 @@ def html_to_markdown(html: str) -> str:
     """
     soup = BeautifulSoup(html, "html.parser")
     renderer = _HtmlRenderer()
-    renderer.render(soup)
+    renderer.render(_main(soup))
     renderer.flush()
     return "\n\n".join(renderer.blocks) + "\n" if renderer.blocks else ""
