@@ -208,9 +208,11 @@ class _Builder:
             )
 
     def code(self, block: Block, context: str) -> None:
-        """A code block as units of `_CODE_LINES` lines each, in order: a quote stays short, and
-        every line can be found (the output a block ends with, "Peak memory: 3 GB", as much as
-        the command before it). A block longer than four units is a listing, not a quote."""
+        """A code block as units of at most `_CODE_LINES` lines each, in order, as even in size
+        as the count allows (nine lines are five and four, not eight and a stray "}"): a quote
+        stays short, and every line can be found (the output a block ends with, "Peak memory:
+        3 GB", as much as the command before it). A block longer than four units is a listing,
+        not a quote."""
         code = (block.code or block.text).strip("\n")
         lines = code.split("\n")
         if not code.strip() or len(lines) > 4 * _CODE_LINES:
@@ -219,8 +221,10 @@ class _Builder:
             block.text.find("\n") + 1 if block.text.lstrip().startswith(("```", "~~~")) else 0
         )
         end = block.start + body_start
-        for first in range(0, len(lines), _CODE_LINES):
-            shown = lines[first : first + _CODE_LINES]
+        pieces = -(-len(lines) // _CODE_LINES)
+        size = -(-len(lines) // pieces)
+        for first in range(0, len(lines), size):
+            shown = lines[first : first + size]
             start = end if first == 0 else -1  # a later piece starts at its first line found
             for line in shown:
                 at = self.doc.text.find(line.strip(), end, block.end) if line.strip() else -1

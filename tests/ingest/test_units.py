@@ -220,23 +220,28 @@ def test_long_item_is_cut_and_only_its_first_piece_has_the_lead() -> None:
     assert all(len(u.text) <= MAX_UNIT_CHARS for u in units)
 
 
-def test_code_block_is_quoted_eight_lines_at_a_time() -> None:
+def test_code_block_is_quoted_in_even_pieces_of_eight_lines_at_most() -> None:
     body = "\n".join(f"line_{i} = {i}" for i in range(12))
     doc, units = units_of(f"```python\n{body}\n```\n")
     assert [u.text for u in units] == [
-        "\n".join(f"line_{i} = {i}" for i in range(8)),
-        "\n".join(f"line_{i} = {i}" for i in range(8, 12)),
+        "\n".join(f"line_{i} = {i}" for i in range(6)),
+        "\n".join(f"line_{i} = {i}" for i in range(6, 12)),
     ]
     assert all(doc.text[u.start : u.end] == u.text for u in units)
     assert units[0].end < units[1].start
+    # nine lines: five and four, not eight and one stray closing line
+    body = "\n".join([*(f"call({i})" for i in range(8)), "}"])
+    _, units = units_of(f"```js\n{body}\n```\n")
+    assert [u.text.count("\n") + 1 for u in units] == [5, 4]
 
 
 def test_output_at_the_end_of_a_code_block_is_found() -> None:
     body = "\n".join([*(f"step --flag-{i}" for i in range(8)), "", "Peak memory: 3.14 GB"])
     doc, units = units_of(f"Run it:\n\n```bash\n{body}\n```\n")
     code = [u for u in units if u.kind == UnitKind.CODE]
-    assert code[-1].text == "Peak memory: 3.14 GB"
-    assert doc.text[code[-1].start : code[-1].end] == "Peak memory: 3.14 GB"
+    assert "step --flag-0" not in code[-1].text
+    assert code[-1].text.endswith("Peak memory: 3.14 GB")
+    assert doc.text[code[-1].start : code[-1].end] == code[-1].text
     assert code[-1].context == code[0].context == "Run it:"
 
 
