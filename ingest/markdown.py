@@ -2,10 +2,12 @@
 
 Recognised: ATX and setext headings, HTML headings (`<h1 align="center">…</h1>`), fenced and
 indented code, pipe tables, HTML tables (`<table>` … `<tr>` … `<td>`), nested lists (items with
-their wrapped lines), block quotes, HTML blocks and paragraphs. Badge rows, logos, link bars and
-rules — lines with no words once markup is gone — yield no block. Invariants as in
-`ingest.structure`: `block.text == doc.text[block.start:block.end]`, blocks are sorted and never
-overlap, and every item/cell span slices the document to its string.
+their wrapped lines), block quotes, HTML blocks, paragraphs, MkDocs' admonitions and tabs
+(`!!! note "Title"`, `=== "pip"`: the title a heading over the text indented under it), and
+Docusaurus' and VitePress' admonitions (`:::tip Title` … `:::`). Badge rows, logos, link bars
+and rules — lines with no words once markup is gone — yield no block.
+Invariants as in `ingest.structure`: `block.text == doc.text[block.start:block.end]`, blocks are
+sorted and never overlap, and every item/cell span slices the document to its string.
 
 The parser is line-based and linear: deep nesting, giant tables, unclosed fences or HTML and a
 1 MB single line all cost one pass.
@@ -45,6 +47,21 @@ _HTML_TABLE = re.compile(r"<table\b.*?(?:</table\s*>|\Z)", re.I | re.S)
 _HTML_ROW = re.compile(r"<tr\b[^>]*>(.*?)(?=<tr\b|</tr\s*>|</table|\Z)", re.I | re.S)
 _HTML_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)(?=<t[dh]\b|</t[dh]\s*>|</tr|\Z)", re.I | re.S)
 _COMMENT_OPEN = re.compile(r"^[ \t]*<!--")
+#: MkDocs' containers: an admonition or a collapsible block (`!!! note "Title"`, `??? tip`,
+#: `???+ warning`, `!!! note inline end`: its classes) or a content tab (`=== "pip"`), whose
+#: content is the lines indented under it
+_CONTAINER = re.compile(
+    r"^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+([\w-]+(?:[ \t]+[\w-]+)*)(?:[ \t]+\"([^\"\n]*)\")?"
+    r"|===\+?[ \t]+\"([^\"\n]*)\")[ \t]*$"
+)
+#: a Docusaurus or VitePress admonition (`:::note[Title]`, `:::tip Title`, `::: warning`), which a
+#: line of as many colons or more closes; its text between is not indented
+_COLON_OPEN = re.compile(
+    r"^[ \t]{0,3}(:{3,})[ \t]*([A-Za-z][\w-]*)(?:[ \t]*\[([^\]\n]*)\]|[ \t]+(\S[^\n]*?))?[ \t]*$"
+)
+_COLON_CLOSE = re.compile(r"^[ \t]{0,3}(:{3,})[ \t]*$")
+#: a container's title is a heading below any of the page's (`#` to `######`)
+_CONTAINER_LEVEL = 7
 _MAX_HTML_LINES = 400
 
 
@@ -120,6 +137,10 @@ class _Parser:
     lines: list[_Line] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
     stack: list[_Heading] = field(default_factory=list)
+    #: open containers, innermost last: (the line after their content, their content's indent)
+    containers: list[tuple[int, int]] = field(default_factory=list)
+    #: lines that close a colon-fenced admonition: no text
+    closing: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         pos = 0
@@ -180,8 +201,80 @@ class _Parser:
         k = 0
         n = len(self.lines)
         while k < n:
+            self.close_containers(k)
             k = self.step(k)
         return self.blocks
+
+    def colon_container(self, k: int, m: re.Match[str]) -> int:
+        """A colon-fenced admonition (`_COLON_OPEN`): its title, where it has one, is a heading
+        over the text up to the line that closes it (as many colons or more); the fence lines
+        are no text. One that nothing closes is a line of text."""
+        mark = m.group(1)
+        depth, j = 0, k + 1
+        while j < len(self.lines):
+            t = self.lines[j].text
+            if _FENCE.match(t):  # a code fence inside: its lines are code, not fences
+                j = self.fence_end(j)
+                continue
+            if (close := _COLON_CLOSE.match(t)) is not None and len(close.group(1)) >= len(mark):
+                if depth == 0:
+                    break
+                depth -= 1
+            elif _COLON_OPEN.match(t):
+                depth += 1
+            j += 1
+        if j >= len(self.lines):
+            return self.paragraph(k)
+        self.closing.add(j)
+        group = 3 if m.group(3) else 4 if m.group(4) else 0
+        if group:
+            ln = self.lines[k]
+            level = _CONTAINER_LEVEL + len(self.containers)
+            title_start, title_end = ln.start + m.start(group), ln.start + m.end(group)
+            self.heading(level, title_start, title_end, ln.start, ln.end)
+        self.containers.append((j + 1, len(self.lines[k].text) - len(self.lines[k].text.lstrip())))
+        return k + 1
+
+    def fence_end(self, k: int) -> int:
+        """The line after the code fence that opens at line k."""
+        m = _FENCE.match(self.lines[k].text)
+        assert m is not None
+        mark = m.group(1)
+        j = k + 1
+        while j < len(self.lines):
+            closing = self.lines[j].text.strip()
+            if closing.startswith(mark[0] * len(mark)) and not closing.strip(mark[0]):
+                return j + 1
+            j += 1
+        return j
+
+    def close_containers(self, k: int) -> None:
+        """Containers whose content ends before line k close, and so do their titles."""
+        while self.containers and self.containers[-1][0] <= k:
+            self.containers.pop()
+            level = _CONTAINER_LEVEL + len(self.containers)
+            self.stack = [h for h in self.stack if h.level < level]
+
+    def container(self, k: int, m: re.Match[str]) -> int:
+        """An admonition or a tab (`_CONTAINER`): its title, where it has one, is a heading over
+        the lines indented under it, which are read as Markdown where they are, not as indented
+        code. One with nothing indented under it is a line of text."""
+        ln = self.lines[k]
+        base = len(m.group(1).expandtabs(4)) + 4
+        j = end = k + 1
+        while j < len(self.lines) and (self.lines[j].blank or self.lines[j].indent >= base):
+            if not self.lines[j].blank:
+                end = j + 1
+            j += 1
+        if end == k + 1:
+            return self.paragraph(k)
+        group = 3 if m.group(3) is not None else 4 if m.group(4) is not None else 0
+        if group:  # an admonition of no title ("!!! tip") says nothing its section does not
+            level = _CONTAINER_LEVEL + len(self.containers)
+            title_start, title_end = ln.start + m.start(group), ln.start + m.end(group)
+            self.heading(level, title_start, title_end, ln.start, ln.end)
+        self.containers.append((end, base))
+        return k + 1
 
     def step(self, k: int) -> int:
         ln = self.lines[k]
@@ -192,6 +285,12 @@ class _Parser:
             return self.fence(k)
         if _COMMENT_OPEN.match(t):
             return self.comment(k)
+        if (m := _CONTAINER.match(t)) is not None:
+            return self.container(k, m)
+        if k in self.closing:
+            return k + 1
+        if (m := _COLON_OPEN.match(t)) is not None:
+            return self.colon_container(k, m)
         if (m := _ATX.match(t)) is not None:
             title = m.group(2) or ""
             offset = t.find(title) if title else len(t)
@@ -210,6 +309,8 @@ class _Parser:
         if _QUOTE.match(t):
             return self.quote(k)
         if ln.indent >= 4 and (k == 0 or self.lines[k - 1].blank):
+            if self.containers and ln.indent < self.containers[-1][1] + 4:
+                return self.paragraph(k)  # a container's own text, indented under its title
             if self.continues_list(k) and not code_like(t.strip()):
                 return self.paragraph(k)  # a list item's continuation paragraph, not code
             return self.indented_code(k)
@@ -220,6 +321,8 @@ class _Parser:
         t = self.lines[k].text
         return bool(
             _FENCE.match(t)
+            or _COLON_CLOSE.match(t)
+            or _COLON_OPEN.match(t)
             or _ATX.match(t)
             or _RULE.match(t)
             or _ITEM.match(t)

@@ -17,7 +17,8 @@ def _doc(text: str, doc_id: str = "t.md", media_type: str = "text/markdown") -> 
 
 def check_blocks(doc: Document, blocks: list[Block]) -> None:
     """The reader's invariants: verbatim, trimmed, sorted, non-overlapping blocks; item and cell
-    spans that slice the document to their strings; heading levels that match heading paths."""
+    spans that slice the document to their strings; heading levels that match heading paths
+    (which change at a heading, or go back where a container's title closes)."""
     text = doc.text
     previous_end = 0
     path: tuple[str, ...] = ()
@@ -32,7 +33,9 @@ def check_blocks(doc: Document, blocks: list[Block]) -> None:
             assert all(b.heading_path)
             path = b.heading_path
         else:
-            assert b.heading_path == path, (b.heading_path, path, b.text[:40])
+            # the last heading's path, or a part of it where a container's title closed
+            assert b.heading_path == path[: len(b.heading_path)], (b.heading_path, path)
+            path = b.heading_path
         assert len(b.items) == len(b.item_spans) == len(b.depths)
         for item, (s, e) in zip(b.items, b.item_spans, strict=True):
             assert text[s:e] == item
@@ -131,6 +134,66 @@ def test_setext_headings() -> None:
 def test_rule_is_not_a_setext_heading_after_a_blank_line() -> None:
     _, blocks = parse("text\n\n---\n\n***\n\n_ _ _\n\nmore\n")
     assert [b.text for b in blocks] == ["text", "more"]
+
+
+def test_mkdocs_admonitions_and_tabs_hold_text_under_their_titles() -> None:
+    text = (
+        "# Guide\n\nIntro.\n\n"
+        '!!! note "Mind the gap"\n    Use Fennel on a GPU.\n\n    Sorrel runs anywhere.\n\n'
+        "    ```bash\n    quillon serve\n    ```\n\n"
+        '=== "pip"\n\n    Install the wheel.\n\n=== "conda"\n\n    Use conda-forge.\n\n'
+        "??? tip inline end\n    Keep it short.\n\nAfter.\n"
+    )
+    _, blocks = parse(text)
+    assert [(b.kind.value, b.heading_path[1:]) for b in blocks] == [
+        ("heading", ()),
+        ("prose", ()),
+        ("heading", ("Mind the gap",)),
+        ("prose", ("Mind the gap",)),
+        ("prose", ("Mind the gap",)),
+        ("code", ("Mind the gap",)),
+        ("heading", ("pip",)),
+        ("prose", ("pip",)),
+        ("heading", ("conda",)),
+        ("prose", ("conda",)),
+        ("prose", ()),
+        ("prose", ()),
+    ]
+    # the second paragraph is text, not indented code; the fence inside is code
+    assert blocks[4].text == "Sorrel runs anywhere."
+    assert blocks[5].code == "quillon serve" and blocks[5].language == "bash"
+    # an admonition of no title is text of its section
+    assert blocks[-2].text == "Keep it short." and blocks[-2].heading_path == ("Guide",)
+    assert blocks[-1].text == "After." and blocks[-1].heading_path == ("Guide",)
+
+
+def test_colon_fenced_admonitions_hold_text_under_their_titles() -> None:
+    text = (
+        "# Guide\n\n:::note Mind the gap\n\nUse **Fennel** on a GPU.\n\n"
+        "```bash\n:::\n```\n\n:::\n\n::: tip\nShort.\n:::\n\n"
+        ":::warning[Careful]\nOne.\n:::\n\nAfter.\n"
+    )
+    _, blocks = parse(text)
+    assert [(b.kind.value, b.heading_path[1:], b.text) for b in blocks] == [
+        ("heading", (), "# Guide"),
+        ("heading", ("Mind the gap",), ":::note Mind the gap"),
+        ("prose", ("Mind the gap",), "Use **Fennel** on a GPU."),
+        ("code", ("Mind the gap",), "```bash\n:::\n```"),
+        ("prose", (), "Short."),
+        ("heading", ("Careful",), ":::warning[Careful]"),
+        ("prose", ("Careful",), "One."),
+        ("prose", (), "After."),
+    ]
+
+
+def test_a_container_line_with_nothing_under_it_is_text() -> None:
+    _, blocks = parse('!!! note "Alone"\n\nplain\n')
+    assert [(b.kind.value, b.text) for b in blocks] == [
+        ("prose", '!!! note "Alone"'),
+        ("prose", "plain"),
+    ]
+    _, blocks = parse(":::tip\nnever closed\n")
+    assert [(b.kind.value, b.text) for b in blocks] == [("prose", ":::tip\nnever closed")]
 
 
 def test_html_headings() -> None:
