@@ -140,14 +140,19 @@ class _Builder:
             if made and (made[-1].text.endswith((":", "：")) or _LABEL.match(block.text)):
                 self.lead_in = made[-1].text
         elif block.kind in (BlockKind.LIST, BlockKind.DECISION_TREE):
-            self.items(block, context)
+            last = self.items(block, context)
+            if last.endswith((":", "：")):  # "1. Pick a backend:" over the table under it
+                self.lead_in = last
         elif block.kind == BlockKind.TABLE:
             self.table(block, context)
         elif block.kind == BlockKind.CODE:
             self.code(block, context)
 
-    def items(self, block: Block, context: str) -> None:
+    def items(self, block: Block, context: str) -> str:
+        """The list's items as units, each under the items above it; returns the last item's
+        text (it may introduce the block after the list)."""
         parents: list[str] = []  # lead-in text of the items above, by depth
+        last = ""
         depths = block.depths or [0] * len(block.items)
         for (start, end), depth in zip(block.item_spans, depths, strict=False):
             clean = clean_inline(self.doc.text, start, end)
@@ -177,6 +182,8 @@ class _Builder:
                     )
             first = re.split(r"(?<=[。.!?！？])\s", clean.text, maxsplit=1)[0]
             parents.append(first[:160])
+            last = clean.text
+        return last
 
     def table(self, block: Block, context: str) -> None:
         if not block.rows:

@@ -157,6 +157,22 @@ def test_colon_context_is_chinese_too_and_reaches_code() -> None:
     ]
 
 
+def test_a_list_item_ending_in_a_colon_introduces_the_block_under_it() -> None:
+    text = (
+        "1. Pick a backend:\n\n   | Backend | Latency |\n   |---|---|\n   | Kestrel | 12 ms |\n\n"
+        "2. 安装：\n\n   ```bash\n   pip install brindle\n   ```\n\n3. Done.\n\nAfter.\n"
+    )
+    _, units = units_of(text)
+    assert [(u.kind.value, u.text, u.context) for u in units] == [
+        ("item", "Pick a backend:", ""),
+        ("row", "Kestrel | 12 ms", "Pick a backend:"),
+        ("item", "安装：", ""),
+        ("code", "pip install brindle", "安装："),
+        ("item", "Done.", ""),
+        ("sentence", "After.", ""),
+    ]
+
+
 def test_a_bold_label_alone_gives_the_next_block_its_context() -> None:
     text = (
         "**Kestrel (fast mode)**\n\n- small batches only\n- needs two cards\n\n"
