@@ -75,10 +75,7 @@ def _dropped(node: Tag) -> bool:
         href = node.get("href")
         text = node.get_text().strip()
         return (
-            isinstance(href, str)
-            and href.startswith("#")
-            and len(text) <= 1
-            and not (text.isalnum())
+            isinstance(href, str) and href.startswith("#") and len(text) <= 1 and not text.isalnum()
         )
     return False
 

@@ -214,7 +214,7 @@ class _Parser:
         while j < len(self.lines):
             t = self.lines[j].text
             if _FENCE.match(t):  # a code fence inside: its lines are code, not fences
-                j = self.fence_end(j)
+                j = self.fence_close(j) + 1
                 continue
             if (close := _COLON_CLOSE.match(t)) is not None and len(close.group(1)) >= len(mark):
                 if depth == 0:
@@ -232,11 +232,11 @@ class _Parser:
             level = _CONTAINER_LEVEL + len(self.containers)
             title_start, title_end = ln.start + m.start(group), ln.start + m.end(group)
             self.heading(level, title_start, title_end, ln.start, ln.end)
-        self.containers.append((j + 1, len(self.lines[k].text) - len(self.lines[k].text.lstrip())))
+        self.containers.append((j + 1, self.lines[k].indent))
         return k + 1
 
-    def fence_end(self, k: int) -> int:
-        """The line after the code fence that opens at line k."""
+    def fence_close(self, k: int) -> int:
+        """The line that closes the code fence opening at line k (past the last: none does)."""
         m = _FENCE.match(self.lines[k].text)
         assert m is not None
         mark = m.group(1)
@@ -244,7 +244,7 @@ class _Parser:
         while j < len(self.lines):
             closing = self.lines[j].text.strip()
             if closing.startswith(mark[0] * len(mark)) and not closing.strip(mark[0]):
-                return j + 1
+                return j
             j += 1
         return j
 
@@ -336,13 +336,8 @@ class _Parser:
         open_line = self.lines[k]
         m = _FENCE.match(open_line.text)
         assert m is not None
-        mark, language = m.group(1), m.group(2) or None
-        j = k + 1
-        while j < len(self.lines):
-            closing = self.lines[j].text.strip()
-            if closing.startswith(mark[0] * len(mark)) and not closing.strip(mark[0]):
-                break
-            j += 1
+        language = m.group(2) or None
+        j = self.fence_close(k)
         last = min(j, len(self.lines) - 1)
         body = self.lines[k + 1 : j]
         indent = min((b.indent for b in body if not b.blank), default=0)
