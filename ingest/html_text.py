@@ -19,6 +19,8 @@ import re
 from bs4 import BeautifulSoup, Tag
 from bs4.element import NavigableString
 
+from ingest.markup import code_fence
+
 __all__ = ["html_to_markdown"]
 
 _DROP = {
@@ -242,8 +244,7 @@ class _HtmlRenderer:
                 if cls and cls.startswith(("language-", "lang-")):
                     language = cls.split("-", 1)[1]
         code = node.get_text().strip("\n")
-        # a fence longer than any backtick run inside (a page that shows a Markdown fence)
-        fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", code)), default=0) + 1)
+        fence = code_fence(code)
         return f"{fence}{language}\n{code}\n{fence}"
 
 

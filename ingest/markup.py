@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CleanText", "clean_inline", "emphasized", "is_decorative", "strip_markup"]
+__all__ = ["CleanText", "clean_inline", "code_fence", "emphasized", "is_decorative", "strip_markup"]
 
 # One alternation, tried left to right at each position: the first group that matches decides.
 _TOKEN = re.compile(
@@ -273,3 +273,14 @@ def is_decorative(source: str, start: int, end: int) -> bool:
     False
     """
     return _WORDY.search(clean_inline(source, start, end).text) is None
+
+
+def code_fence(code: str) -> str:
+    """A backtick fence for `code`: longer than any run of backticks at a line start in it (a
+    notebook cell or a web page that shows a Markdown fence stays one block).
+
+    >>> code_fence("x = 1"), code_fence("```\\nnested\\n```")
+    ('```', '````')
+    """
+    runs = [len(m.group(0).lstrip()) for m in re.finditer(r"(?m)^[ \t]*`{3,}", code)]
+    return "`" * max([3, *(n + 1 for n in runs)])

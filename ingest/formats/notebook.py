@@ -14,21 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ingest.markup import code_fence
 from kg.errors import IngestError
 
 __all__ = ["NOTEBOOK", "notebook_text", "output_text"]
 
 NOTEBOOK = "application/x-ipynb+json"
-
-
-def _fence(code: str) -> str:
-    """A backtick fence longer than any run of backticks at a line start in the code.
-
-    >>> _fence("x = 1"), _fence("```\\nnested\\n```")
-    ('```', '````')
-    """
-    runs = [len(m.group(0).lstrip()) for m in re.finditer(r"(?m)^[ \t]*`{3,}", code)]
-    return "`" * max([3, *(n + 1 for n in runs)])
 
 
 def _language(metadata: Any) -> str:
@@ -111,10 +102,10 @@ def notebook_text(raw: str) -> str:
         if cell.get("cell_type") == "markdown":
             parts.append(source)
         elif cell.get("cell_type") == "code":
-            fence = _fence(source)
+            fence = code_fence(source)
             parts.append(f"{fence}{language}\n{source}\n{fence}")
             shown = output_text(cell.get("outputs"))
             if shown.strip():
-                fence = _fence(shown)
+                fence = code_fence(shown)
                 parts.append(f"{fence}output\n{shown}\n{fence}")
     return "\n\n".join(parts) + "\n" if parts else ""
