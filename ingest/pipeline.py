@@ -8,6 +8,7 @@ unless another document supports them (the graph is re-merged from per-document 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import sys
 import time
@@ -154,9 +155,42 @@ class IngestReport(BaseModel):
 #: 11: a paragraph that is one bold label introduces the block after it (its items' context).
 EXTRACTOR_VERSION = 11
 
+#: The modules whose code decides what a document is read into (its blocks, units, chunks,
+#: snippets and extraction): their source is part of `lexicon_hash`, so that changing them reads
+#: every document again (no version to forget: a store made before a change of how code blocks
+#: are cut had kept its old units). The linking modules have their own (`linker_fingerprint`).
+_READING_MODULES = (
+    "ingest.chunk",
+    "ingest.code_repair",
+    "ingest.cues",
+    "ingest.extract",
+    "ingest.formats",
+    "ingest.formats.dialects",
+    "ingest.formats.locate",
+    "ingest.formats.notebook",
+    "ingest.formats.pdf",
+    "ingest.formats.rst",
+    "ingest.formats.rst_directives",
+    "ingest.markdown",
+    "ingest.markup",
+    "ingest.patterns",
+    "ingest.resolve",
+    "ingest.structure",
+    "ingest.structure.code",
+    "ingest.structure.inline",
+    "ingest.structure.items",
+    "ingest.structure.parser",
+    "ingest.text",
+    "ingest.units",
+    "kg.documents",
+    "kg.lexicon",
+    "kg.patterns",
+    "kg.schema",
+)
+
 
 def lexicon_hash(lexicon: Lexicon) -> str:
-    """A fingerprint of the lexicon, the cue words and the extractor: a change re-extracts
+    """A fingerprint of the lexicon, the cue words and the reading code: a change re-extracts
     every document (embeddings stay)."""
     entries = [e.model_dump(mode="json") for e in lexicon.entries.values()]
     patterns = [(p.pattern, t.value) for p, t in lexicon.patterns]
@@ -165,7 +199,11 @@ def lexicon_hash(lexicon: Lexicon) -> str:
         sort_keys=True,
         ensure_ascii=False,
     )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(blob.encode("utf-8"))
+    for name in _READING_MODULES:
+        source = getattr(importlib.import_module(name), "__file__", None)
+        digest.update(Path(source).read_bytes() if source else name.encode())
+    return digest.hexdigest()[:16]
 
 
 def snippets_from_blocks(doc: Document, blocks: list[Block]) -> list[Snippet]:

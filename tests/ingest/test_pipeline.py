@@ -6,6 +6,8 @@ One ingest of the bundled corpus is shared by the module; tests that change a st
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import re
 import shutil
@@ -17,6 +19,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import ingest.pipeline as pipeline
+import ingest.units as units_module
 from ingest.chunk import chunk_embedding_text
 from ingest.embed import E5Embedder, EmbedderWrapper, Vectors
 from ingest.lexical import LexicalIndex, LexicalState
@@ -397,6 +401,46 @@ def test_unchanged_corpus_does_no_work_and_keeps_ids(
         assert np.array_equal(after.doc_vectors(doc_id), before.doc_vectors(doc_id))
     # the generation read before stays readable (a running reader keeps working); older ones go
     assert sorted(p.name for p in built.store.glob("gen-*")) == [before.dir.name, after.dir.name]
+
+
+def test_other_reading_code_reads_every_document_again(
+    bundled: Built,
+    tmp_path: Path,
+    embedder: CountingEmbedder,
+    lexicon: Lexicon,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a store made by other code for cutting documents into units is not taken back: its units
+    # are made again (no version number to forget), and no chunk is embedded again
+    built = bundled.clone(tmp_path)
+    edited = tmp_path / "units.py"
+    edited.write_text(Path(units_module.__file__ or "").read_text("utf-8") + "\n# changed\n")
+    monkeypatch.setattr(units_module, "__file__", str(edited))
+    report = _ingest(built.corpus, built.store, embedder, lexicon)
+    assert sorted(report.processed) == sorted(bundled.report.processed)
+    assert report.reused == [] and report.embedded_chunks == 0
+
+
+def test_the_store_fingerprint_depends_on_every_module_that_reads() -> None:
+    # every module of the packages that a reading module imports (but the cue words' loader,
+    # whose files `cues.fingerprint` covers, the errors and the caches of jieba's dictionary) is
+    # one whose source the fingerprint reads
+    plain = {"kg.cues", "kg.errors", "ingest.cache", "ingest.jieba_dict"}
+    for name in pipeline._READING_MODULES:
+        source = Path(importlib.import_module(name).__file__ or "").read_text("utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            if node.module in {"ingest", "kg"}:  # `from kg import cues`
+                imported = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                imported = [node.module]
+            for module in imported:
+                if module.split(".")[0] in {"ingest", "kg"} and module not in plain:
+                    assert module in pipeline._READING_MODULES, (name, module)
+    # what the pipeline reads a document with is among them
+    for used in ("ingest.formats", "ingest.units", "ingest.extract", "ingest.chunk"):
+        assert used in pipeline._READING_MODULES
 
 
 def test_added_articles_link_to_existing_nodes(bundled: Built, with_articles: Built) -> None:
