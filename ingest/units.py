@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from ingest.code_repair import detect_language
 from ingest.markup import CleanText, clean_inline
 from ingest.text import split_sentences
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
@@ -33,6 +34,10 @@ __all__ = [
 MAX_UNIT_CHARS = 480
 _ITEM_WHOLE = 400
 _CODE_LINES = 8
+#: the command a code block's later piece is read under, cut to this width
+_COMMAND_WIDTH = 160
+#: the languages of a shell session: a piece after a command is that command's output
+_SHELL = frozenset({"bash", "console", "powershell"})
 _LEAD = re.compile(r"^(?P<lead>[^:：\n]{1,60}?)\s*(?:[:：]|\s[-–—]\s)\s*(?=\S)")
 _SOFT_BREAK = re.compile(r"[;；,，]\s*|\s[-–—]\s")
 
@@ -229,6 +234,7 @@ class _Builder:
         )
         end = block.start + body_start
         pieces = -(-len(lines) // _CODE_LINES)
+        shell = pieces > 1 and detect_language(code, block.language) in _SHELL
         size = -(-len(lines) // pieces)
         for first in range(0, len(lines), size):
             shown = lines[first : first + size]
@@ -240,7 +246,15 @@ class _Builder:
                     end = at + len(line.strip())
             text = "\n".join(shown).strip()
             if 0 <= start < end and text:
-                self.add(UnitKind.CODE, (start, end), text, block, context=context)
+                # a later piece is read under the command it continues (or, in a shell
+                # session, the one it prints the output of)
+                command = (
+                    _command_before(lines, first)
+                    if first and (shell or _continues(lines, first))
+                    else ""
+                )
+                under = f"{context} {command}".strip()
+                self.add(UnitKind.CODE, (start, end), text, block, context=under)
 
 
 _LINK = re.compile(r"\]\(|<a\s|href=", re.I)
@@ -263,6 +277,31 @@ def _navigation(source: str) -> bool:
     clean = clean_inline(source).text
     sentences = len(re.findall(r"[.!?。！？](?:\s|$)", clean))
     return sentences * 3 < links
+
+
+def _continues(lines: Sequence[str], first: int) -> bool:
+    """Whether `lines[first]` goes on with the line above it (which ends in a backslash)."""
+    return first > 0 and lines[first - 1].rstrip().endswith("\\")
+
+
+def _command_before(lines: Sequence[str], first: int) -> str:
+    """The last line above `lines[first]` that says something, whole where backslashes continue
+    it over several lines (a shell command): what a code block's later piece continues or
+    prints the output of.
+
+    >>> block = ["pip install wisp", "", "wisp run model \\\\", "  --bits 4 \\\\", "  --fast",
+    ...     "...", "Memory used: 5 GB"]
+    >>> _command_before(block, 4), _command_before(block, 6), _command_before(block, 0)
+    ('wisp run model --bits 4', 'wisp run model --bits 4 --fast', '')
+    """
+    at = first - 1
+    while at >= 0 and not re.search(r"\w", lines[at]):
+        at -= 1  # blank lines and elided output ("...") say nothing
+    begins = at
+    while begins > 0 and lines[begins - 1].rstrip().endswith("\\"):
+        begins -= 1
+    parts = (line.strip().removesuffix("\\").strip() for line in lines[begins : at + 1])
+    return " ".join(part for part in parts if part)[:_COMMAND_WIDTH]
 
 
 def _line_span(text: str, span: tuple[int, int]) -> tuple[int, int]:

@@ -258,7 +258,38 @@ def test_output_at_the_end_of_a_code_block_is_found() -> None:
     assert "step --flag-0" not in code[-1].text
     assert code[-1].text.endswith("Peak memory: 3.14 GB")
     assert doc.text[code[-1].start : code[-1].end] == code[-1].text
-    assert code[-1].context == code[0].context == "Run it:"
+    assert code[0].context == "Run it:"
+    # the later piece is read under the line before it: the command it goes on from
+    assert code[-1].context == "Run it: step --flag-4"
+
+
+def test_later_code_piece_is_read_under_the_command_it_continues() -> None:
+    body = "\n".join(
+        [
+            "pip install wisp",
+            "",
+            "wisp run tiny-model \\",
+            "  --bits 4 \\",
+            "  --threads 2 \\",
+            "  --max-tokens 64",
+            "...",
+            "Throughput: 41.5 tok/s",
+            "Memory used: 2.25 GB",
+        ]
+    )
+    doc, units = units_of(f"## Benchmark\n\n```bash\n{body}\n```\n")
+    code = [u for u in units if u.kind == UnitKind.CODE]
+    assert [u.text.splitlines()[0] for u in code] == ["pip install wisp", "--max-tokens 64"]
+    assert code[0].context == ""
+    # the output's piece starts inside the command: it is read under the command's start, and
+    # a search for the command's words finds the figures it printed
+    assert code[1].context == "wisp run tiny-model --bits 4 --threads 2"
+    assert "wisp run tiny-model" in unit_index_text(code[1])
+    assert doc.text[code[1].start : code[1].end] == code[1].text
+    # a program's later piece is not read under the statement before it: no command's output
+    body = "\n".join(f"total_{i} = step({i})" for i in range(10))
+    _, units = units_of(f"Train it:\n\n```python\n{body}\n```\n")
+    assert [u.context for u in units if u.kind == UnitKind.CODE] == ["Train it:", "Train it:"]
 
 
 def test_very_long_code_yields_no_unit() -> None:
