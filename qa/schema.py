@@ -298,6 +298,7 @@ class DraftPoint(BaseModel):
     context: str = Field(default="", description="a row's header or an item's lead-in")
     heading: str = Field(default="", description="the section the unit is in")
     edges: list[PathEdge] = Field(default_factory=list)
+    code: bool = Field(default=False, description="a piece of a code block, shown as its lines")
 
 
 class DraftRecommendation(BaseModel):

@@ -203,8 +203,21 @@ def _reason(points: list[DraftPoint]) -> str:
         return ""
     point = points[0]
     if point.context and point.context not in point.text:
-        return f"{point.context}: {point.text}"[:200]
+        return _led(point.context, point.text, point.code)[:200]
     return point.text[:200]
+
+
+def _led(context: str, text: str, code: bool = False) -> str:
+    """A unit's text under its lead-in: after the colon a lead-in ends with, or one it is
+    given; a piece of code on the lines under its lead-in (the command it continues), as the
+    block shows it.
+
+    >>> _led("Backends:", "CUDA"), _led("GPU", "4090"), _led("wisp run m --bits 4", "--fast", True)
+    ('Backends: CUDA', 'GPU: 4090', 'wisp run m --bits 4\\n--fast')
+    """
+    if code:
+        return f"{context}\n{text}"
+    return f"{context} {text}" if context.endswith((":", "：")) else f"{context}: {text}"
 
 
 def _point_line(
@@ -221,7 +234,7 @@ def _point_line(
     text = _clipped(point.text, limit)
     if point.context and point.context not in text:
         context = _clipped(point.context, _LEAD_WIDTH)
-        text = f"{context} {text}" if context.endswith((":", "：")) else f"{context}: {text}"
+        text = _led(context, text, point.code)
     heading = point.heading if point.heading and point.heading not in text else ""
     line = f"“{text}” ({_where(point.doc, heading)})"
     if point.edges:

@@ -430,6 +430,7 @@ class UnitIndex:
             context=" | ".join(unit.header) if unit.kind == UnitKind.ROW else unit.context,
             heading=unit.heading_path[-1] if unit.heading_path else "",
             edges=ordered[:2],
+            code=unit.kind == UnitKind.CODE,
         )
 
     def row_group(

@@ -36,3 +36,39 @@ def test_a_quote_shows_its_sections_title_whole(assistant: Assistant) -> None:
     answer = assistant.ask("What latency does TinyNet have?", use_llm=False)
     assert "12 ms" in answer.answer, answer.answer
     assert f"edge-notes.md · {TITLE})" in answer.answer, answer.answer
+
+
+RUN_NOTES = """# Running Wisp
+
+## Benchmark
+
+Install it and run the small model with 4-bit weights:
+
+```bash
+pip install wisp
+
+wisp run tiny-model \\
+  --bits 4 \\
+  --threads 2 \\
+  --max-tokens 64
+...
+Throughput: 41.5 tok/s
+Peak memory: 2.25 GB
+```
+"""
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    store: Path = article_store(tmp_path_factory, {"wisp-run.md": RUN_NOTES})
+    return Assistant.open(store, dense=False)
+
+
+def test_a_commands_output_is_quoted_under_the_command(runner: Assistant) -> None:
+    # the block's second piece (its last option and the output) is read under the command it
+    # continues: found by the command's words, shown on the lines under it
+    answer = runner.ask("How much memory does wisp run tiny-model take?", use_llm=False)
+    assert "wisp run tiny-model --bits 4 --threads 2\n--max-tokens 64" in answer.answer, (
+        answer.answer
+    )
+    assert "Peak memory: 2.25 GB" in answer.answer
