@@ -6,8 +6,6 @@ One ingest of the bundled corpus is shared by the module; tests that change a st
 
 from __future__ import annotations
 
-import ast
-import importlib
 import json
 import re
 import shutil
@@ -18,6 +16,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from module_imports import package_imports
 
 import ingest.pipeline as pipeline
 import ingest.units as units_module
@@ -427,17 +426,9 @@ def test_the_store_fingerprint_depends_on_every_module_that_reads() -> None:
     # one whose source the fingerprint reads
     plain = {"kg.cues", "kg.errors", "ingest.cache", "ingest.jieba_dict"}
     for name in pipeline._READING_MODULES:
-        source = Path(importlib.import_module(name).__file__ or "").read_text("utf-8")
-        for node in ast.walk(ast.parse(source)):
-            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
-                continue
-            if node.module in {"ingest", "kg"}:  # `from kg import cues`
-                imported = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                imported = [node.module]
-            for module in imported:
-                if module.split(".")[0] in {"ingest", "kg"} and module not in plain:
-                    assert module in pipeline._READING_MODULES, (name, module)
+        for module in package_imports(name):
+            if module not in plain:
+                assert module in pipeline._READING_MODULES, (name, module)
     # what the pipeline reads a document with is among them
     for used in ("ingest.formats", "ingest.units", "ingest.extract", "ingest.chunk"):
         assert used in pipeline._READING_MODULES
