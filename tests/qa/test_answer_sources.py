@@ -67,7 +67,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
 def test_a_commands_output_is_quoted_under_the_command(runner: Assistant) -> None:
     # the block's second piece (its last option and the output) is read under the command it
     # continues: found by the command's words, shown on the lines under it
-    answer = runner.ask("How much memory does wisp run tiny-model take?", use_llm=False)
+    answer = runner.ask("What peak memory did the wisp run of tiny-model report?", use_llm=False)
     assert "wisp run tiny-model --bits 4 --threads 2\n--max-tokens 64" in answer.answer, (
         answer.answer
     )
