@@ -155,10 +155,11 @@ class IngestReport(BaseModel):
 #: 11: a paragraph that is one bold label introduces the block after it (its items' context).
 EXTRACTOR_VERSION = 11
 
-#: The modules whose code decides what a document is read into (its blocks, units, chunks,
-#: snippets and extraction): their source is part of `lexicon_hash`, so that changing them reads
-#: every document again (no version to forget: a store made before a change of how code blocks
-#: are cut had kept its old units). The linking modules have their own (`linker_fingerprint`).
+#: The modules whose code decides what a document is read into (its blocks, units, chunks and
+#: extraction): their source is part of `lexicon_hash`, so that changing them reads every
+#: document again (no version to forget: a store made before a change of how code blocks are
+#: cut had kept its old units). The linking modules have their own (`linker_fingerprint`); this
+#: module's own steps (which documents read as essays, their snippets) still go by the version.
 _READING_MODULES = (
     "ingest.chunk",
     "ingest.code_repair",
