@@ -1,5 +1,6 @@
-"""Where an answer says its quotes come from, on notes written for this test: the section's
-title is shown whole, since a title often says what its lines were measured on."""
+"""Where an answer says its quotes come from and what they are under, on notes written for
+this test: the section's title is shown whole, since a title often says what its lines were
+measured on, and a piece of a code block is shown under the command it continues."""
 
 from __future__ import annotations
 
