@@ -39,7 +39,7 @@ from ingest.text import split_sentences
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import NodeType, normalize_name
-from qa.read.shapes import text_width
+from qa.read.shapes import SECTION_NUMBER, text_width
 
 __all__ = [
     "Candidate",
@@ -67,11 +67,8 @@ _NOT_PICKED = frozenset(
     }
 )
 #: a section's numbering: "二、", "3.", "1.2", "(4)", "Step 2:"
-_NUMBERING = re.compile(
-    r"^\s*(?:[一二三四五六七八九十]+[、.．]|\d+(?:\.\d+)*[、.．:)）]?|[（(]\d+[)）]"
-    r"|(?:step|part|chapter)\s*\d+\s*[:：.]?)\s*",
-    re.I,
-)
+#: "Step 2:", "Part 3.": a step's number, not part of its title (`SECTION_NUMBER` the rest)
+_STEP_NUMBER = re.compile(r"^\s*(?:step|part|chapter)\s*\d+\s*[:：.]?\s*", re.I)
 _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
 _LATIN = re.compile(r"[A-Za-z]")
 #: widest name a candidate may be (a Chinese character counts two): wider spans are phrases;
@@ -135,12 +132,14 @@ def title_name(title: str) -> str:
     '权值量化（推荐首选）'
     >>> title_name("1.2 参数服务器训练模式"), title_name("Step 2: Quantize the model")
     ('参数服务器训练模式', 'Quantize the model')
-    >>> title_name("### ✅ 适用场景")
-    '适用场景'
+    >>> title_name("### ✅ 适用场景"), title_name("8-bit Weight Quantization")
+    ('适用场景', '8-bit Weight Quantization')
+    >>> title_name("3. 3D Models"), title_name("1.5B models")
+    ('3D Models', '1.5B models')
     """
     text = strip_markup(title.lstrip("#").strip()).strip()
     text = re.sub(r"^[^\w（(]+", "", text)  # "✅ 适用场景": marks before the words
-    text = _NUMBERING.sub("", text)
+    text = _STEP_NUMBER.sub("", SECTION_NUMBER.sub("", text))
     return text.rstrip("：:").strip()
 
 

@@ -203,7 +203,9 @@ def text_width(text: str) -> int:
     return len(text) + len(_CJK_CHAR.findall(text))
 
 
-#: "二、", "3.", "(4)": a section's numbering, not part of its title
+#: "二、", "3.", "1.2 ", "(4)": a section's numbering, not part of its title. A number is
+#: numbering where a mark or a space ends it: "8-bit", "3D" and "1.5B" begin a title's words.
 SECTION_NUMBER = re.compile(
-    r"^\s*(?:[一二三四五六七八九十]+[、.]|\d+(?:\.\d+)*[、.]?|[（(]\d+[)）])\s*"
+    r"^\s*(?:[一二三四五六七八九十]+[、.．]|\d+(?:\.\d+)*(?:[、．:)）]|\.(?!\d)|(?=\s))"
+    r"|[（(]\d+[)）])\s*"
 )
