@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from ingest.code_repair import detect_language
 from ingest.markup import CleanText, clean_inline
+from ingest.structure.inline import display_width
 from ingest.text import split_sentences
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
 from kg.schema import normalize_name
@@ -36,6 +37,8 @@ _ITEM_WHOLE = 400
 _CODE_LINES = 8
 #: the command a code block's later piece is read under, cut to this width
 _COMMAND_WIDTH = 160
+#: what a list item is read under (the items above it, its list's lead-in), at most this wide
+_LEAD_IN_WIDTH = 160
 #: the languages of a shell session: a piece after a command is that command's output
 _SHELL = frozenset({"bash", "console", "powershell"})
 _LEAD = re.compile(r"^(?P<lead>[^:：\n]{1,60}?)\s*(?:[:：]|\s[-–—]\s)\s*(?=\S)")
@@ -164,7 +167,7 @@ class _Builder:
             if not clean.text:
                 continue
             del parents[depth:]
-            parent = parents[-1] if parents else context
+            parent = _chain([context, *parents])
             lead = item_lead(clean.text)
             if len(clean.text) <= _ITEM_WHOLE:
                 self.add(
@@ -186,7 +189,7 @@ class _Builder:
                         context=parent,
                     )
             first = re.split(r"(?<=[。.!?！？])\s", clean.text, maxsplit=1)[0]
-            parents.append(first[:160])
+            parents.append(first[:_LEAD_IN_WIDTH])
             last = clean.text
         return last
 
@@ -354,6 +357,39 @@ def units_text_norm(units: Iterable[EvidenceUnit]) -> str:
     'tensorflownamegpu'
     """
     return normalize_name(" ".join(u.text + " " + " ".join(u.header) for u in units))
+
+
+def _chain(above: list[str], limit: float = _LEAD_IN_WIDTH / 2) -> str:
+    """What a list item is read under: the nearest of the texts above it (the lead-in of its
+    list, then the first sentence of each item it is nested in, outermost first). Where that
+    is a bare label ("INT8": short, no sentence), the text above the label comes first, and
+    so on up while each is a label and the whole fits `limit` (a display width: a Chinese
+    character counts one, a Latin one a half): a nested item keeps the sentence that says what
+    its label's items are. A sentence says enough on its own.
+
+    >>> _chain(["GPUs that run each mode:", "INT8"])
+    'GPUs that run each mode: INT8'
+    >>> _chain(["", "Linux"]), _chain(["Requirements:"]), _chain([])
+    ('Linux', 'Requirements:', '')
+    >>> _chain(["Speed: Encodes 1M tokens per second.", "Measured on one core."])
+    'Measured on one core.'
+    >>> _chain(["x" * 160, "INT8"])
+    'INT8'
+    """
+    parts = [text for text in above if text]
+    if not parts:
+        return ""
+    chain = head = parts[-1]
+    for text in reversed(parts[:-1]):
+        if not _label(head) or display_width(f"{text} {chain}") > limit:
+            break
+        chain, head = f"{text} {chain}", text
+    return chain
+
+
+def _label(text: str) -> bool:
+    """A short text that is no sentence ("INT8", "Linux:", "方式一")."""
+    return display_width(text) <= 20 and not re.search(r"[.。!?！？]\s*$", text)
 
 
 def unit_index_text(unit: EvidenceUnit) -> str:

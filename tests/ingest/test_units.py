@@ -137,6 +137,25 @@ def test_nested_items_get_their_parent_as_context_and_leads() -> None:
     ]
 
 
+def test_an_item_under_a_label_is_read_under_the_sentence_over_the_list() -> None:
+    # "- INT8" says nothing alone: its items are GPUs because the sentence over the list says
+    # so; a question about which GPUs run a mode finds them by that sentence's words
+    doc = (
+        "# Quill\n\nThese GPUs run each quantized mode of Quill:\n\n"
+        "- INT8\n  - T4\n  - A10\n- FP8\n  - L4\n\nDone.\n"
+    )
+    _, units = units_of(doc)
+    items = [(u.text, u.context) for u in units if u.kind == UnitKind.ITEM]
+    over = "These GPUs run each quantized mode of Quill:"
+    assert items == [
+        ("INT8", over),
+        ("T4", f"{over} INT8"),
+        ("A10", f"{over} INT8"),
+        ("FP8", over),
+        ("L4", f"{over} FP8"),
+    ]
+
+
 def test_a_colon_sentence_gives_the_next_block_its_context() -> None:
     text = "Requirements:\n\n- Python 3.10\n- CUDA 12.1\n\nOther text.\n\n- unrelated item\n"
     _, units = units_of(text)
