@@ -371,7 +371,7 @@ def _chain(above: list[str], limit: float = _LEAD_IN_WIDTH / 2) -> str:
     'GPUs that run each mode: INT8'
     >>> _chain(["", "Linux"]), _chain(["Requirements:"]), _chain([])
     ('Linux', 'Requirements:', '')
-    >>> _chain(["Speed: Encodes 1M tokens per second.", "Measured on one core."])
+    >>> _chain(["Speed: Encodes a page in a blink.", "Measured on one core."])
     'Measured on one core.'
     >>> _chain(["x" * 160, "INT8"])
     'INT8'

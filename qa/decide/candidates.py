@@ -132,8 +132,8 @@ def title_name(title: str) -> str:
     '权值量化（推荐首选）'
     >>> title_name("1.2 参数服务器训练模式"), title_name("Step 2: Quantize the model")
     ('参数服务器训练模式', 'Quantize the model')
-    >>> title_name("### ✅ 适用场景"), title_name("8-bit Weight Quantization")
-    ('适用场景', '8-bit Weight Quantization')
+    >>> title_name("### ✅ 适用场景"), title_name("4-bit Kernels")
+    ('适用场景', '4-bit Kernels')
     >>> title_name("3. 3D Models"), title_name("1.5B models")
     ('3D Models', '1.5B models')
     """
