@@ -66,7 +66,6 @@ _NOT_PICKED = frozenset(
         NodeType.LANGUAGE,
     }
 )
-#: a section's numbering: "二、", "3.", "1.2", "(4)", "Step 2:"
 #: "Step 2:", "Part 3.": a step's number, not part of its title (`SECTION_NUMBER` the rest)
 _STEP_NUMBER = re.compile(r"^\s*(?:step|part|chapter)\s*\d+\s*[:：.]?\s*", re.I)
 _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
