@@ -27,10 +27,15 @@ TinyNet is the model to take where latency matters more than accuracy.
 """
 
 
+def _assistant(tmp_path_factory: pytest.TempPathFactory, name: str, text: str) -> Assistant:
+    """An assistant over one document (lexical and graph retrieval: no embedder to load)."""
+    store: Path = article_store(tmp_path_factory, {name: text})
+    return Assistant.open(store, dense=False)
+
+
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    store: Path = article_store(tmp_path_factory, {"edge-notes.md": NOTES})
-    return Assistant.open(store, dense=False)
+    return _assistant(tmp_path_factory, "edge-notes.md", NOTES)
 
 
 def test_a_quote_shows_its_sections_title_whole(assistant: Assistant) -> None:
@@ -61,8 +66,7 @@ Peak memory: 2.25 GB
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    store: Path = article_store(tmp_path_factory, {"wisp-run.md": RUN_NOTES})
-    return Assistant.open(store, dense=False)
+    return _assistant(tmp_path_factory, "wisp-run.md", RUN_NOTES)
 
 
 def test_a_commands_output_is_quoted_under_the_command(runner: Assistant) -> None:
