@@ -35,7 +35,7 @@ from ingest.merge import DroppedRelation, merge_extractions
 from ingest.ray_ingest import EmbeddedProcessed
 from ingest.structure import command_spans
 from ingest.text import Tokenizer
-from ingest.units import document_units, unit_groups, unit_index_text, units_text_norm
+from ingest.units import document_units, lone_units, unit_groups, unit_index_text, units_text_norm
 from ingest.workers import InOrder, Processed, default_workers, processed_in_order
 from kg import cues
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, Snippet
@@ -621,6 +621,7 @@ class _IndexTexts(Sequence[str]):
 
     def __init__(self, units: list[EvidenceUnit]) -> None:
         self.units = units
+        self.lone = lone_units(units)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -631,8 +632,9 @@ class _IndexTexts(Sequence[str]):
     def __getitem__(self, at: slice) -> list[str]: ...
     def __getitem__(self, at: int | slice) -> str | list[str]:
         if isinstance(at, slice):
-            return [unit_index_text(u) for u in self.units[at]]
-        return unit_index_text(self.units[at])
+            return [unit_index_text(u, u.id in self.lone) for u in self.units[at]]
+        unit = self.units[at]
+        return unit_index_text(unit, unit.id in self.lone)
 
 
 def _remember_previous(passages: PassageCache, previous: Store, doc_id: str) -> None:

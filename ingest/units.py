@@ -24,6 +24,7 @@ __all__ = [
     "MAX_UNIT_CHARS",
     "document_units",
     "item_lead",
+    "lone_units",
     "stem",
     "stem_text",
     "unit_groups",
@@ -392,18 +393,31 @@ def _label(text: str) -> bool:
     return display_width(text) <= 20 and not re.search(r"[.。!?！？]\s*$", text)
 
 
-def unit_index_text(unit: EvidenceUnit) -> str:
+def lone_units(units: Sequence[EvidenceUnit]) -> set[str]:
+    """The ids of the units that are all their section says in words: the one sentence or item
+    under a title (code beside it is no words), as a FAQ entry's answer is under its question."""
+    counts: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for unit in units:
+        if unit.heading_path and unit.kind in (UnitKind.SENTENCE, UnitKind.ITEM):
+            counts.setdefault((unit.doc, unit.heading_path), []).append(unit.id)
+    return {ids[0] for ids in counts.values() if len(ids) == 1}
+
+
+def unit_index_text(unit: EvidenceUnit, titled: bool = False) -> str:
     """What the lexical index reads of a unit: its text, a row's header and its lead-in, English
     words stemmed (`stem_text`). Section titles stay out (a heading's words would match every
     unit under it), but for a table row: a table is what its section holds ("#### CPU" above a
-    benchmark), and a row says nothing without it.
+    benchmark), and a row says nothing without it; and for a unit `titled` as all its section
+    says (`lone_units`): a FAQ entry's title is the symptom its one sentence answers.
 
     >>> u = EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=UnitKind.ROW, text="4090 | 38",
     ...                  header=["GPU", "t/s"], heading_path=("Performance",))
     >>> unit_index_text(u)
     'performance GPU t/s 4090 | 38'
     """
-    section = unit.heading_path[-1] if unit.kind == UnitKind.ROW and unit.heading_path else ""
+    section = (
+        unit.heading_path[-1] if (titled or unit.kind == UnitKind.ROW) and unit.heading_path else ""
+    )
     parts = [section, " ".join(unit.header), unit.context, unit.text]
     return stem_text(" ".join(p for p in parts if p))
 

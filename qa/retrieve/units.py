@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from ingest.lexical import LexicalIndex
 from ingest.topk import top_k
-from ingest.units import stem_text, unit_groups, unit_index_text
+from ingest.units import lone_units, stem_text, unit_groups, unit_index_text
 from kg import cues
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
@@ -184,9 +184,13 @@ class UnitSearch:
         if whole:
             return lexical.grouped(groups)
         index = LexicalIndex(lexical.tokenizer)
+        lone = lone_units(self.units)
         index.build(
             list(groups),
-            [" ".join(unit_index_text(self.by_id[u]) for u in ids) for ids in groups.values()],
+            [
+                " ".join(unit_index_text(self.by_id[u], u in lone) for u in ids)
+                for ids in groups.values()
+            ],
         )
         return index
 

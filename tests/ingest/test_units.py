@@ -13,6 +13,7 @@ from ingest.units import (
     MAX_UNIT_CHARS,
     document_units,
     item_lead,
+    lone_units,
     stem,
     stem_text,
     unit_index_text,
@@ -154,6 +155,43 @@ def test_an_item_under_a_label_is_read_under_the_sentence_over_the_list() -> Non
         ("FP8", over),
         ("L4", f"{over} FP8"),
     ]
+
+
+FAQ = """# Wisp
+
+## Serving
+
+Wisp serves models over HTTP with the wisp serve command.
+
+## Troubleshooting
+
+### Garbled output
+
+Upgrade Wisp to 0.4 or later.
+
+### Out of memory
+
+Lower the cache ratio.
+
+Serve fewer clients at once.
+
+```bash
+wisp serve --cache-ratio 0.5
+```
+"""
+
+
+def test_a_sections_one_sentence_is_searched_under_its_title() -> None:
+    # a FAQ entry's answer is all its section says: its title (the symptom) is its own words;
+    # where a section says two things, the title would match both, and stays out
+    _, units = units_of(FAQ, "wisp/docs/faq.md")
+    by_text = {u.text: u for u in units}
+    lone = lone_units(units)
+    upgrade, lower = by_text["Upgrade Wisp to 0.4 or later."], by_text["Lower the cache ratio."]
+    assert upgrade.id in lone and lower.id not in lone
+    assert by_text["Serve fewer clients at once."].id not in lone
+    assert "garbl" in unit_index_text(upgrade, titled=True)
+    assert "garbl" not in unit_index_text(upgrade)
 
 
 def test_a_colon_sentence_gives_the_next_block_its_context() -> None:
