@@ -338,8 +338,9 @@ class Assistant:
             frame.text,
             question.language,
             # whether it asks for a pick is the reader's to say (none), except where it asks
-            # how much or how many and to choose nothing: a figure answers it, not a name
-            choose=frame.choice or not asks_amount(frame.text),
+            # how much or how many and to choose nothing (a figure answers it, not a name) or
+            # asks yes or no of what a thing is or does (the evidence answers, not a name)
+            choose=frame.choice or not (asks_amount(frame.text) or frame.whether),
             ranked=ranked,
             graph=self.graph,
             documents=self.documents,

@@ -70,6 +70,8 @@ _RECOMMEND = cues.pattern("question.recommend")
 _ASKS_SETTING = cues.pattern("question.asks_setting")
 _YES_NO = cues.pattern("question.yes_no")
 _SEEKS = cues.pattern("question.seeks")
+_ASKS_OPEN = cues.pattern("question.asks_open")
+_DECIDES = cues.pattern("question.decides")
 _MONEY = cues.pattern("question.money")
 _RATE = cues.pattern("question.rate")
 _HOW_MUCH = cues.pattern("question.how_much")
@@ -304,6 +306,9 @@ class QuestionFrame:
     #: "how does the throughput of A and B differ?": two options told apart by
     #: quantities, which a table of measurements decides (and nothing else does)
     measured: bool = False
+    #: "Does Foo need a GPU?": yes or no about what a thing is or does, nothing to pick (no
+    #: options, no question word past its start, nothing about what one should do)
+    whether: bool = False
 
     @classmethod
     def read(cls, question: str) -> QuestionFrame:
@@ -325,6 +330,9 @@ class QuestionFrame:
         >>> frame = QuestionFrame.read("Between A1 and B2, where does the throughput differ most?")
         >>> frame.choice, frame.measured, [o.text for o in frame.options]
         (False, True, ['A1', 'B2'])
+        >>> [QuestionFrame.read(q).whether for q in ("Does Foo need a GPU?", "Foo 支持 Win 吗？",
+        ...     "Is Foo a good idea, or what else?", "还应该用 Foo 吗？")]
+        [True, True, False, False]
         >>> frame = QuestionFrame.read("Foo 文档里提到的推理引擎是哪个？Bar 能接入它吗？")
         >>> frame.choice, sorted(t.value for t in frame.types)
         (True, ['InferenceEngine'])
@@ -396,4 +404,10 @@ class QuestionFrame:
             measured=bool(options)
             and differ
             and bool(MEMORY_WORDS.search(asked) or SPEED_WORDS.search(asked)),
+            # "For a model without X, can Foo run it?": yes or no after a leading phrase too
+            whether=(yes_no or bool(_YES_NO.search(asked.rsplit(",", 1)[-1])))
+            and not options
+            and not choice
+            and not _ASKS_OPEN.search(asked)
+            and not _DECIDES.search(asked),
         )

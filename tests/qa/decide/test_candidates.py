@@ -143,6 +143,25 @@ def test_a_question_asking_how_much_has_no_pick_to_make(assistant: Assistant) ->
     assert reading.choose and reading.candidates
 
 
+def test_a_yes_or_no_question_about_a_thing_has_no_pick_to_make(assistant: Assistant) -> None:
+    # the evidence answers yes or no: the reader reads the lines, and no name is offered
+    for question in (
+        "权重压缩需要校准数据吗？",
+        "Does weight packing change the precision?",
+        "For a small model, does weight packing change the precision?",
+    ):
+        reading = _reading(assistant, question)
+        assert not reading.choose and reading.candidates == [], question
+        assert reading.evidence
+    # asking whether one should do something asks for a pick: the better way, if not that one
+    for question in (
+        "没有校准数据，还应该用校准压缩吗？",
+        "Is calibrated packing a good idea here?",
+    ):
+        reading = _reading(assistant, question)
+        assert reading.choose and reading.candidates, question
+
+
 SPLIT_PAGE = """# Marrowflow serving notes
 
 Marrowflow serves language models; it is an inference engine.
