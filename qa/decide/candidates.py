@@ -27,8 +27,10 @@ same name. Each carries the numbers of the evidence lines that name it.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Container, Iterable, Sequence
+from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
@@ -46,6 +48,7 @@ __all__ = [
     "candidate_names",
     "defined_terms",
     "glossed_names",
+    "names_in",
     "names_unit",
     "number_evidence",
     "phrased",
@@ -241,10 +244,9 @@ def candidate_names(
     [('vLLM', 'engine:vllm'), ('Tensor Parallelism', None)]
     """
     found: dict[str, Candidate] = {}
-    folded_question = normalize_name(question)
 
-    def asked_in(key: str) -> bool:
-        return bool(key) and key in folded_question
+    def asked_in(name: str) -> bool:
+        return names_in(name, question)
 
     def add(name: str, entity: str | None = None) -> None:
         for part in split_alias(name) if entity is None else [name]:
@@ -257,6 +259,8 @@ def candidate_names(
                 continue
             if not re.search(r"\w", part):
                 continue
+            if entity is None and len(key) < 2:
+                continue  # one letter or character (a code span's "y") names nothing
             if part.endswith(("?", "？")):
                 continue  # a question ("Q2: 动态量化没加速？") is no name
             if len(split_sentences(part)) > 1:
@@ -272,7 +276,7 @@ def candidate_names(
     def asked(name: str, entity: str | None) -> bool:
         """Whether the question uses the name, or names the thing it is under another surface
         ("飞桨" for PaddlePaddle, "量化" for a heading "Quantization")."""
-        if asked_in(normalize_name(name)):
+        if asked_in(name):
             return True
         node = entity or graph.find(name)
         if node is None or node not in graph or node in option_ids:
@@ -280,7 +284,7 @@ def candidate_names(
         if node in named:
             return True
         thing = graph.entity(node)
-        return any(asked_in(normalize_name(n)) for n in [thing.name, *thing.aliases])
+        return any(asked_in(n) for n in [thing.name, *thing.aliases])
 
     def add_entity(eid: str | None) -> None:
         if eid and eid in graph and graph.entity(eid).type not in _NOT_PICKED:
@@ -370,11 +374,62 @@ def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
     return frozenset(labels)
 
 
+#: what joins a word: a Latin letter, a digit or an underscore ("gpu_memory_utilization")
+_WORD_CHAR = re.compile(r"[0-9a-z_]")
+#: what a name may end with and still be itself: a plural ("GPUs"), a version ("Qwen2")
+_NAME_TAIL = re.compile(r"(?:e?s|\d[\w.]*)(?![0-9a-z_])")
+_SEPARATOR = re.compile(r"[\s\-_.·•/]")
+
+
+@lru_cache(maxsize=4096)
+def _flattened(text: str) -> tuple[str, str, tuple[int, ...]]:
+    """`text` folded (NFKC, lower case), then without separators as `normalize_name` drops
+    them, and where each character of the latter stands in the former."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    kept = tuple(at for at, char in enumerate(folded) if not _SEPARATOR.match(char))
+    return folded, "".join(folded[at] for at in kept), kept
+
+
+def names_in(name: str, text: str) -> bool:
+    """Whether `text` names `name`: its folded form (`normalize_name`) where a word of the text
+    begins and ends, not inside a longer word ("TP" is not in "https", "GPU" not in
+    "--gpu_memory_utilization"); a plural or a version may follow ("GPUs", "Qwen2"). Chinese
+    has no spaces: a Chinese character is a word's edge.
+
+    >>> names_in("TP", "see https://x.y"), names_in("TP", "use TP=8"), names_in("GPU", "8 GPUs")
+    (False, True, True)
+    >>> names_in("GPU", "--gpu_memory_utilization 0.8"), names_in("Tensor Flow", "TensorFlow 2")
+    (False, True)
+    >>> names_in("量化", "用量化训练"), names_in("CP", "CPU only"), names_in("vLLM", "vllm.LLM()")
+    (True, False, True)
+    """
+    key = normalize_name(name)
+    if not key:
+        return False
+    folded, flat, kept = _flattened(text)
+    found = flat.find(key)
+    while found >= 0:
+        start, end = kept[found], kept[found + len(key) - 1] + 1
+        opens = start == 0 or not (
+            _WORD_CHAR.match(folded[start - 1]) and _WORD_CHAR.match(folded[start])
+        )
+        closes = (
+            end == len(folded)
+            or not (_WORD_CHAR.match(folded[end - 1]) and _WORD_CHAR.match(folded[end]))
+            or _NAME_TAIL.match(folded, end) is not None
+        )
+        if opens and closes:
+            return True
+        found = flat.find(key, found + 1)
+    return False
+
+
 def names_unit(
     candidate: Candidate, unit: EvidenceUnit, quote: str, *, titles: bool = True
 ) -> bool:
-    """Whether a unit names a candidate: as its subject or a mention (an entity), or its name in
-    the unit's verbatim text, lead-in or (with `titles`) section titles.
+    """Whether a unit names a candidate: as its subject or a mention (an entity), or its name as
+    a word (`names_in`) of `quote` (the unit's verbatim text, as a reader sees it), its text,
+    lead-in or (with `titles`) section titles.
 
     >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind=UnitKind.SENTENCE,
     ...     text="Use FSDP.", heading_path=("Sharding",))
@@ -388,15 +443,17 @@ def names_unit(
         return True
     key = normalize_name(candidate.name)
     heads = unit.heading_path if titles else ()
-    said = normalize_name(" ".join([quote, unit.text, unit.context, *heads]))
-    return bool(key) and key in said
+    return bool(key) and names_in(
+        candidate.name, " ".join([quote, unit.text, unit.context, *heads])
+    )
 
 
 def number_evidence(
     candidates: Sequence[Candidate], units: Sequence[EvidenceUnit], documents: dict[str, str]
 ) -> list[Candidate]:
-    """The candidates with the numbers (1..) of the units that name each."""
-    quotes = [documents.get(u.doc, "")[u.start : u.end] for u in units]
+    """The candidates with the numbers (1..) of the units that name each: in the words a reader
+    of each sees, not a link's target ("github" in a commit's address names no GitHub)."""
+    quotes = [strip_markup(documents.get(u.doc, "")[u.start : u.end]) for u in units]
     return [
         c.model_copy(
             update={

@@ -15,7 +15,7 @@ from kg.graph import KnowledgeGraph
 from kg.schema import normalize_name
 from qa.api import Assistant
 from qa.decide import Candidate, Reading, candidate_names
-from qa.decide.candidates import section_labels
+from qa.decide.candidates import number_evidence, section_labels
 from qa.decide.prompts import reader_messages
 
 PAGE = """# Quokka 压缩指南
@@ -160,6 +160,40 @@ def test_a_yes_or_no_question_about_a_thing_has_no_pick_to_make(assistant: Assis
     ):
         reading = _reading(assistant, question)
         assert reading.choose and reading.candidates, question
+
+
+def test_a_name_inside_a_longer_word_is_not_named() -> None:
+    text = "On OOM lower `--gpu_memory_utilization` (see [FAQ](http://docs.github.io/x)) on 2 GPUs."
+    seen = "On OOM lower --gpu_memory_utilization (see FAQ) on 2 GPUs."
+    unit = EvidenceUnit(
+        id=f"d#0-{len(text)}", doc="d", start=0, end=len(text), kind=UnitKind.SENTENCE, text=seen
+    )
+    names = ["GPU", "TP", "--gpu_memory_utilization", "OOM", "UT", "GitHub"]
+    numbered = number_evidence([Candidate(name=n) for n in names], [unit], {"d": text})
+    # "GPU" is named by "GPUs", not by the flag; "UT" is in a flag's word only, and "TP" and
+    # "GitHub" in a link's address, which the reader does not see
+    assert {c.name: c.evidence for c in numbered} == {
+        "GPU": [1],
+        "TP": [],
+        "--gpu_memory_utilization": [1],
+        "OOM": [1],
+        "UT": [],
+        "GitHub": [],
+    }
+
+
+def test_a_single_letter_is_no_name() -> None:
+    text = "Pass `y` as the second array of `jnp.dot`."
+    unit = EvidenceUnit(
+        id=f"d#0-{len(text)}",
+        doc="d",
+        start=0,
+        end=len(text),
+        kind=UnitKind.SENTENCE,
+        text="Pass y as the second array of jnp.dot.",
+    )
+    names = [c.name for c in candidate_names(KnowledgeGraph(), [unit], {"d": text})]
+    assert "jnp.dot" in names and "y" not in names, names
 
 
 SPLIT_PAGE = """# Marrowflow serving notes
