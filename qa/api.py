@@ -167,7 +167,7 @@ class Assistant:
             text_norm=_text_norm(store, units),
         )
         self.evidence = EvidenceComposer(self.graph, self.units, self.documents)
-        self.section_labels = section_labels(units)
+        self.section_labels = section_labels(units, self.graph)
         self._llm = llm
         self._pool: AnswerPool | None = None
 

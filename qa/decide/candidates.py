@@ -341,11 +341,15 @@ def phrased(candidate: Candidate, known: Sequence[str]) -> bool:
     return False
 
 
-def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
+def section_labels(
+    units: Iterable[EvidenceUnit], graph: KnowledgeGraph | None = None
+) -> frozenset[tuple[str, str]]:
     """The (document, title) pairs that say what a section is rather than what it is about: a
-    title that heads two sections or more of its document ("Usage", "适用场景"), and the top
-    title most of a document's units are under (the page's own title: its topic, not one of its
-    things, even where a stray line before it reads as a heading of its own).
+    title that heads two sections or more of its document ("Usage", "适用场景"), a title that
+    heads sections of two documents or more and names nothing `graph` knows (a site's
+    boilerplate: "Installation", "参考链接", "环境准备"), and the top title most of a
+    document's units are under (the page's own title: its topic, not one of its things, even
+    where a stray line before it reads as a heading of its own).
 
     >>> def u(i, path, doc="d"):
     ...     return EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1,
@@ -356,6 +360,10 @@ def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
     [('d', 'Guide')]
     >>> sorted(section_labels([u(0, ("Menu",)), u(1, ("Guide", "FSDP")), u(2, ("Guide", "TP"))]))
     [('d', 'Guide')]
+    >>> two = [u(0, ("Guide", "FSDP")), u(1, ("Guide", "Links")), u(2, ("Notes", "TP"), "e"),
+    ...        u(3, ("Notes", "Links"), "e")]
+    >>> sorted(section_labels(two))
+    [('d', 'Guide'), ('d', 'Links'), ('e', 'Links'), ('e', 'Notes')]
     """
     paths: set[tuple[str, tuple[str, ...]]] = set()
     tops: dict[str, Counter[str]] = {}
@@ -367,6 +375,16 @@ def section_labels(units: Iterable[EvidenceUnit]) -> frozenset[tuple[str, str]]:
     for doc, path in paths:
         counts[(doc, path[-1])] = counts.get((doc, path[-1]), 0) + 1
     labels = {k for k, n in counts.items() if n > 1}
+    documents: dict[str, set[str]] = {}
+    for doc, path in paths:
+        for title in path:
+            documents.setdefault(normalize_name(title), set()).add(doc)
+    for doc, path in paths:
+        for title in path:
+            if len(documents[normalize_name(title)]) > 1 and (
+                graph is None or graph.find(title) is None
+            ):
+                labels.add((doc, title))
     for doc, under in tops.items():
         title, held = under.most_common(1)[0]
         if title and 2 * held > under.total():

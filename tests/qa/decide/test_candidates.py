@@ -196,6 +196,53 @@ def test_a_single_letter_is_no_name() -> None:
     assert "jnp.dot" in names and "y" not in names, names
 
 
+def _tutorial(engine: str, fix: str) -> str:
+    return f"""# 用 {engine} 部署 Quokka
+
+## 启动服务
+
+用 `{engine} serve quokka-7b` 启动服务。
+
+## 常见问题
+
+### 输出乱码
+
+{fix}
+
+## 参考链接
+
+- [{engine} 文档](https://example.org/{engine})
+- [Quokka 主页](https://example.org/quokka)
+"""
+
+
+def test_a_title_many_pages_share_is_no_name(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # two tutorials of one site: the sections every page has say what a section is ("参考链接",
+    # "常见问题"), and a symptom two pages answer is no thing to pick either
+    store: Path = article_store(
+        tmp_path_factory,
+        {
+            "wisp-deploy.md": _tutorial("wisp", "升级 wisp 到 0.4 以上。"),
+            "fennel-deploy.md": _tutorial("fennel", "关闭 `--fast-kernels` 即可。"),
+        },
+    )
+    assistant = Assistant.open(store, dense=False, llm="none")
+    units = [u for u in assistant.units.units if u.kind != UnitKind.HEADING]
+    names = [
+        c.name
+        for c in candidate_names(
+            assistant.graph,
+            units,
+            assistant.documents,
+            labels=assistant.section_labels,
+            limit=100,
+        )
+    ]
+    for label in ("参考链接", "常见问题", "输出乱码", "启动服务"):
+        assert label not in names, names
+    assert "--fast-kernels" in names, names
+
+
 SPLIT_PAGE = """# Marrowflow serving notes
 
 Marrowflow serves language models; it is an inference engine.
