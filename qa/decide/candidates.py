@@ -346,10 +346,11 @@ def section_labels(
 ) -> frozenset[tuple[str, str]]:
     """The (document, title) pairs that say what a section is rather than what it is about: a
     title that heads two sections or more of its document ("Usage", "适用场景"), a title that
-    heads sections of two documents or more and names nothing `graph` knows (a site's
-    boilerplate: "Installation", "参考链接", "环境准备"), and the top title most of a
-    document's units are under (the page's own title: its topic, not one of its things, even
-    where a stray line before it reads as a heading of its own).
+    heads sections of two documents or more, names nothing `graph` knows and is no words of
+    any unit's text (a site's boilerplate: "参考链接", "环境准备"; a thing two pages explain is
+    named in their sentences too), and the top title most of a document's units are under
+    (the page's own title: its topic, not one of its things, even where a stray line before it
+    reads as a heading of its own).
 
     >>> def u(i, path, doc="d"):
     ...     return EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1,
@@ -364,10 +365,17 @@ def section_labels(
     ...        u(3, ("Notes", "Links"), "e")]
     >>> sorted(section_labels(two))
     [('d', 'Guide'), ('d', 'Links'), ('e', 'Links'), ('e', 'Notes')]
+    >>> said = EvidenceUnit(id="e#9", doc="e", start=9, end=10, kind=UnitKind.SENTENCE,
+    ...     text="Read the links below.", heading_path=("Notes", "TP"))
+    >>> ("d", "Links") in section_labels([*two, said])
+    False
     """
     paths: set[tuple[str, tuple[str, ...]]] = set()
     tops: dict[str, Counter[str]] = {}
+    texts: list[str] = []
     for unit in units:
+        if unit.kind != UnitKind.HEADING:
+            texts.append(normalize_name(unit.text))
         tops.setdefault(unit.doc, Counter())[unit.heading_path[0] if unit.heading_path else ""] += 1
         if unit.heading_path:
             paths.add((unit.doc, unit.heading_path))
@@ -379,11 +387,11 @@ def section_labels(
     for doc, path in paths:
         for title in path:
             documents.setdefault(normalize_name(title), set()).add(doc)
+    said = "\n".join(texts)  # a folded name has no line break: no match spans two units
+    shared = {key for key, docs in documents.items() if len(docs) > 1 and key and key not in said}
     for doc, path in paths:
         for title in path:
-            if len(documents[normalize_name(title)]) > 1 and (
-                graph is None or graph.find(title) is None
-            ):
+            if normalize_name(title) in shared and (graph is None or graph.find(title) is None):
                 labels.add((doc, title))
     for doc, under in tops.items():
         title, held = under.most_common(1)[0]

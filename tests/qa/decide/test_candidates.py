@@ -218,7 +218,8 @@ def _tutorial(engine: str, fix: str) -> str:
 
 def test_a_title_many_pages_share_is_no_name(tmp_path_factory: pytest.TempPathFactory) -> None:
     # two tutorials of one site: the sections every page has say what a section is ("参考链接",
-    # "常见问题"), and a symptom two pages answer is no thing to pick either
+    # "常见问题"), and a symptom two pages answer is no thing to pick either; a shared title
+    # that the pages' sentences say too ("启动服务") is a name they use, and stays one
     store: Path = article_store(
         tmp_path_factory,
         {
@@ -238,9 +239,9 @@ def test_a_title_many_pages_share_is_no_name(tmp_path_factory: pytest.TempPathFa
             limit=100,
         )
     ]
-    for label in ("参考链接", "常见问题", "输出乱码", "启动服务"):
+    for label in ("参考链接", "常见问题", "输出乱码"):
         assert label not in names, names
-    assert "--fast-kernels" in names, names
+    assert "--fast-kernels" in names and "启动服务" in names, names
 
 
 SPLIT_PAGE = """# Marrowflow serving notes
