@@ -467,11 +467,8 @@ def names_unit(
     """
     if candidate.entity and candidate.entity in {unit.subject, *unit.mentions}:
         return True
-    key = normalize_name(candidate.name)
     heads = unit.heading_path if titles else ()
-    return bool(key) and names_in(
-        candidate.name, " ".join([quote, unit.text, unit.context, *heads])
-    )
+    return names_in(candidate.name, " ".join([quote, unit.text, unit.context, *heads]))
 
 
 def number_evidence(

@@ -184,15 +184,19 @@ class UnitSearch:
         if whole:
             return lexical.grouped(groups)
         index = LexicalIndex(lexical.tokenizer)
-        lone = lone_units(self.units)
         index.build(
             list(groups),
             [
-                " ".join(unit_index_text(self.by_id[u], u in lone) for u in ids)
+                " ".join(unit_index_text(self.by_id[u], u in self._lone) for u in ids)
                 for ids in groups.values()
             ],
         )
         return index
+
+    @cached_property
+    def _lone(self) -> set[str]:
+        """`lone_units` of the units (made once, for the grouped indexes built here)."""
+        return lone_units(self.units)
 
     @cached_property
     def _document_positions(self) -> dict[str, list[int]]:
