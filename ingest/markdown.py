@@ -4,7 +4,8 @@ Recognised: ATX and setext headings, HTML headings (`<h1 align="center">…</h1>
 indented code, pipe tables, HTML tables (`<table>` … `<tr>` … `<td>`), nested lists (items with
 their wrapped lines), block quotes, HTML blocks, paragraphs, MkDocs' admonitions and tabs
 (`!!! note "Title"`, `=== "pip"`: the title a heading over the text indented under it), and
-Docusaurus' and VitePress' admonitions (`:::tip Title` … `:::`). Badge rows, logos, link bars
+Docusaurus' and VitePress' admonitions (`:::tip Title` … `:::`), and the components a docs
+site's builder renders (`<Tip>` … `</Tip>` on lines of their own). Badge rows, logos, link bars
 and rules — lines with no words once markup is gone — yield no block.
 Invariants as in `ingest.structure`: `block.text == doc.text[block.start:block.end]`, blocks are
 sorted and never overlap, and every item/cell span slices the document to its string.
@@ -60,6 +61,20 @@ _COLON_OPEN = re.compile(
     r"^[ \t]{0,3}(:{3,})[ \t]*([A-Za-z][\w-]*)(?:[ \t]*\[([^\]\n]*)\]|[ \t]+(\S[^\n]*?))?[ \t]*$"
 )
 _COLON_CLOSE = re.compile(r"^[ \t]{0,3}(:{3,})[ \t]*$")
+#: the elements of HTML (the living standard's list, obsolete ones included): a tag of any other
+#: name is a docs site's component (`<Tip>`, `<Tip warning={true}>`, `<hfoption id="CLI">`)
+_HTML_ELEMENTS = _HTML_BLOCK_TAGS | frozenset(
+    """
+    abbr acronym applet area audio base basefont bdi bdo big blink button canvas caption cite
+    code col colgroup data datalist del dfn dir embed fieldset font frame frameset head hgroup
+    ins label legend link map mark marquee menu meta meter noscript object optgroup option
+    output param progress q rp rt ruby s samp script search select slot small style svg
+    template textarea time title track tt u var wbr math
+    """.split()  # noqa: SIM905 - a word list reads best as words
+)
+#: a line that holds only a component's opening tag, and one that holds only a closing tag
+_COMPONENT_OPEN = re.compile(r"^[ \t]*<([A-Za-z][\w.\-]*)(?:\s[^<>]*)?>[ \t]*$")
+_COMPONENT_CLOSE = re.compile(r"^[ \t]*</([A-Za-z][\w.\-]*)\s*>[ \t]*$")
 #: a container's title is a heading below any of the page's (`#` to `######`)
 _CONTAINER_LEVEL = 7
 _MAX_HTML_LINES = 400
@@ -139,7 +154,7 @@ class _Parser:
     stack: list[_Heading] = field(default_factory=list)
     #: open containers, innermost last: (the line after their content, their content's indent)
     containers: list[tuple[int, int]] = field(default_factory=list)
-    #: lines that close a colon-fenced admonition: no text
+    #: lines that close a colon-fenced admonition or a component: no text
     closing: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -235,6 +250,34 @@ class _Parser:
         self.containers.append((j + 1, self.lines[k].indent))
         return k + 1
 
+    def component(self, k: int, name: str) -> int:
+        """A docs site's component (`<Tip>`, `<hfoption id="CLI">`: an element HTML does not
+        have) whose tags stand on lines of their own: the tag lines are no text, and the text
+        between is read as Markdown where it is. A site's builder renders what a component holds
+        as the page's text (MDX has no indented code): a note indented under `<Tip>` is
+        sentences, not a code block; lines indented further than its first are code, as under
+        an admonition. One that nothing closes is a line of text."""
+        depth, j = 0, k + 1
+        while j < len(self.lines):
+            t = self.lines[j].text
+            if _FENCE.match(t):  # a code fence inside: its lines are code, not tags
+                j = self.fence_close(j) + 1
+                continue
+            if (close := _COMPONENT_CLOSE.match(t)) is not None and close.group(1) == name:
+                if depth == 0:
+                    break
+                depth -= 1
+            elif (inner := _COMPONENT_OPEN.match(t)) is not None and inner.group(1) == name:
+                depth += 1
+            j += 1
+        if j >= len(self.lines):
+            return self.paragraph(k)
+        self.closing.add(j)
+        first = next((ln for ln in self.lines[k + 1 : j] if not ln.blank), None)
+        if first is not None:
+            self.containers.append((j + 1, first.indent))
+        return k + 1
+
     def fence_close(self, k: int) -> int:
         """The line that closes the code fence opening at line k (past the last: none does)."""
         m = _FENCE.match(self.lines[k].text)
@@ -291,6 +334,8 @@ class _Parser:
             return k + 1
         if (m := _COLON_OPEN.match(t)) is not None:
             return self.colon_container(k, m)
+        if (m := _COMPONENT_OPEN.match(t)) is not None and m.group(1).lower() not in _HTML_ELEMENTS:
+            return self.component(k, m.group(1))
         if (m := _ATX.match(t)) is not None:
             title = m.group(2) or ""
             offset = t.find(title) if title else len(t)
@@ -320,7 +365,8 @@ class _Parser:
         """Whether line k starts something other than paragraph text."""
         t = self.lines[k].text
         return bool(
-            _FENCE.match(t)
+            k in self.closing
+            or _FENCE.match(t)
             or _COLON_CLOSE.match(t)
             or _COLON_OPEN.match(t)
             or _ATX.match(t)

@@ -196,6 +196,29 @@ def test_a_container_line_with_nothing_under_it_is_text() -> None:
     assert [(b.kind.value, b.text) for b in blocks] == [("prose", ":::tip\nnever closed")]
 
 
+def test_a_docs_sites_components_hold_text_not_code() -> None:
+    text = (
+        "# Guide\n\n<Tip warning={true}>\n\n"
+        "    Merging the shards on one rank is slow.\n    Save them sharded instead.\n\n"
+        "        fennel save --sharded\n\n</Tip>\n\n"
+        '<Choices id="how">\n<Choice id="CLI">\n\n```bash\nfennel run --debug\n```\n\n'
+        '</Choice>\n<Choice id="env">\n\nSet `FENNEL_DEBUG`:\n</Choice>\n</Choices>\n\n'
+        "<div>\n\n    an HTML element's indented line is code\n\n</div>\n\n"
+        "<Unclosed>\n\n    code as before\n"
+    )
+    _, blocks = parse(text)
+    assert [(b.kind.value, b.text) for b in blocks] == [
+        ("heading", "# Guide"),
+        # indented under the component as far as its first line: the page's text
+        ("prose", "Merging the shards on one rank is slow.\n    Save them sharded instead."),
+        ("code", "fennel save --sharded"),  # indented further: code, as under an admonition
+        ("code", "```bash\nfennel run --debug\n```"),
+        ("prose", "Set `FENNEL_DEBUG`:"),  # a closing tag right under a line ends its text
+        ("code", "an HTML element's indented line is code"),
+        ("code", "code as before"),
+    ]
+
+
 def test_html_headings() -> None:
     text = (
         '<h1 align="center">\n  <img src="logo.png" width="120"><br>\n  Brindle\n</h1>\n\n'
