@@ -173,7 +173,18 @@ class Option:
 _TAIL = r"(?:\s(?:[A-Z\d][\w.+\-]*|Ti|Pro|Max|v\d[\w.]*))*"
 _WORD = r"[A-Za-z][\w.+\-]*" + _TAIL
 _NAME = r"(?<![\w.\-])(?:[A-Z\d][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)" + _TAIL
+#: an alternative written as code: a code span, a call (`.cuda()`, `model.to(device)`) or a flag
+_CODE = (
+    r"(?:`[^`\n]{1,60}`"
+    r"|(?<![\w.])\.?[A-Za-z_][\w.]*\([^()\s]{0,30}\)"
+    r"|(?<![\w\-])--?[A-Za-z][\w\-]*)"
+)
 _OPTION_PATTERNS = [
+    re.compile(
+        rf"(?P<a>{_CODE})\s*,?\s*(?:{cues.alternatives('question.option.or')}|"
+        rf"{cues.alternatives('question.option.joined')})\s*(?P<b>{_CODE})",
+        re.I,
+    ),
     re.compile(
         rf"(?i:{cues.alternatives('question.option.between')})\s+(?:the\s+)?(?P<a>{_WORD})\s+"
         rf"{cues.alternatives('question.option.and')}\s+(?:the\s+)?(?P<b>{_WORD})"
@@ -208,6 +219,10 @@ def question_options(text: str) -> list[Option]:
     ['lite', 'full']
     >>> [o.text for o in question_options("How does Wisp compare with plain Torchy on CPUs?")]
     ['Wisp', 'Torchy']
+    >>> [o.text for o in question_options("模型用 .half() 还是 .to(dtype) 转半精度？")]
+    ['.half()', '.to(dtype)']
+    >>> [o.text for o in question_options("Do I pass --fast or `--exact` to tinyrun?")]
+    ['--fast', '--exact']
     """
     for pattern in _OPTION_PATTERNS:
         m = pattern.search(text)
@@ -216,7 +231,8 @@ def question_options(text: str) -> list[Option]:
         a, b = m.group("a").strip(), m.group("b").strip()
         if a.lower() in {"a", "an", "the", "and", "or"} or b.lower() in {"a", "an", "the"}:
             continue
-        return [Option(a, m.start("a")), Option(b, m.start("b"))]
+        # a code span's backticks are markup, not part of the name
+        return [Option(o.strip("`"), m.start(g) + (o[0] == "`")) for o, g in ((a, "a"), (b, "b"))]
     return []
 
 
@@ -271,6 +287,8 @@ def named_things(text: str) -> list[tuple[str, int]]:
     ['SciPy', 'API']
     >>> named_things("Is that in its FAQ, or does it say so in its README?")
     []
+    >>> named_things("Do 32x32 crops need a 3x3 kernel, or 2x the batch?")
+    []
     """
     found: list[tuple[str, int]] = []
     taken: list[tuple[int, int]] = []
@@ -281,8 +299,8 @@ def named_things(text: str) -> list[tuple[str, int]]:
         if any(s <= m.start() < e for s, e in taken):
             continue
         token = _AFFIX.sub("", m.group(0).rstrip(".-"))
-        if re.fullmatch(r"[A-Z]{2,}s", token) or re.fullmatch(r"\d+[A-Za-z]{0,2}", token):
-            continue  # "PCs", "GPUs"; "10", "70B" say how many, not which
+        if re.fullmatch(r"[A-Z]{2,}s|\d+(?:[x×]\d+)*[A-Za-z]{0,2}", token):
+            continue  # "PCs", "GPUs"; "10", "70B", "28x28" say how many or how big, not which
         if token.casefold() in _SOURCE_WORDS:
             continue  # "its README": the sources themselves, not a thing they must name
         found.append((token, m.start()))
