@@ -73,6 +73,8 @@ _NOT_PICKED = frozenset(
 _STEP_NUMBER = re.compile(r"^\s*(?:step|part|chapter)\s*\d+\s*[:：.]?\s*", re.I)
 _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
 _LATIN = re.compile(r"[A-Za-z]")
+#: a configuration's literal values (`true`, `None`): a setting's value, never the name of a thing
+_LITERALS = frozenset({"true", "false", "none", "null", "nil", "yes", "no"})
 #: widest name a candidate may be (a Chinese character counts two): wider spans are phrases;
 #: Chinese reads as a phrase sooner ("分组参数切片的数据并行" is 22)
 MAX_WIDTH = 32
@@ -259,8 +261,8 @@ def candidate_names(
                 continue
             if not re.search(r"\w", part):
                 continue
-            if entity is None and len(key) < 2:
-                continue  # one letter or character (a code span's "y") names nothing
+            if entity is None and (len(key) < 2 or key in _LITERALS):
+                continue  # one letter (a code span's "y") or a literal (`true`) names nothing
             if part.endswith(("?", "？")):
                 continue  # a question ("Q2: 动态量化没加速？") is no name
             if len(split_sentences(part)) > 1:

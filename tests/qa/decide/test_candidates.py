@@ -196,6 +196,20 @@ def test_a_single_letter_is_no_name() -> None:
     assert "jnp.dot" in names and "y" not in names, names
 
 
+def test_a_literal_value_is_no_name() -> None:
+    text = "With `torch.compile`, set `use_orig_params` to `True` (default: `None`)."
+    unit = EvidenceUnit(
+        id=f"d#0-{len(text)}",
+        doc="d",
+        start=0,
+        end=len(text),
+        kind=UnitKind.SENTENCE,
+        text="With torch.compile, set use_orig_params to True (default: None).",
+    )
+    names = [c.name for c in candidate_names(KnowledgeGraph(), [unit], {"d": text})]
+    assert names == ["torch.compile", "use_orig_params"], names
+
+
 def _tutorial(engine: str, fix: str) -> str:
     return f"""# 用 {engine} 部署 Quokka
 
