@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from kg.documents import EvidenceUnit
 from kg.errors import LLMBadResponse
 from kg.schema import normalize_name
-from qa.decide.candidates import Candidate, names_unit
+from qa.decide.candidates import Candidate, names_in, names_unit
 from qa.decide.prompts import (
     MODES,
     NONE,
@@ -158,8 +158,11 @@ class Reader:
         said, under = _named_in_line(reading, line) if reading.choose else ([], [])
         named = said or ([] if proposed else under)
         # the line names the graph's first pick among others: the reader's evidence and the
-        # graph's verified paths agree on it, and it stands without a second turn
-        agreed = proposed if proposed is not None and proposed in said else None
+        # graph's verified paths agree on it, and it stands without a second turn; where the
+        # line's words name others, it must be among them (not the line's topic alone)
+        unit = reading.evidence[line - 1]
+        words = [c for c in said if _in_words(c, unit)]
+        agreed = proposed if proposed is not None and proposed in (words or said) else None
         pick: Candidate | None = named[0] if len(named) == 1 else agreed
         if pick is None and len(named) > 1:
             second = self.chat.chat(
@@ -238,9 +241,10 @@ class Reader:
 
 def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[Candidate]]:
     """The candidates evidence line `line` (1..) gives: those its text names (a thing it is
-    about or mentions, or a name in its words), and all it is numbered under, its section
-    titles too. A title says what a line is under, not what it gives ("Final advice" over
-    "beginners: PyTorch").
+    about or mentions, or a name in its words; what its own words name first, then what it
+    gives only as its subject, the topic of its page or section), and all it is numbered
+    under, its section titles too. A title says what a line is under, not what it gives
+    ("Final advice" over "beginners: PyTorch").
 
     >>> from qa.schema import Language
     >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="sentence",
@@ -251,10 +255,28 @@ def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[C
     ...     candidates=names)
     >>> [[c.name for c in found] for found in _named_in_line(r, 1)]
     [['PyTorch'], ['Final advice', 'PyTorch']]
+    >>> u = u.model_copy(update={"text": "With JAX, expect overheads.", "subject": "lib:torch"})
+    >>> names = [Candidate(name="PyTorch", entity="lib:torch", evidence=[1]),
+    ...     Candidate(name="JAX", evidence=[1])]
+    >>> r = r.model_copy(update={"evidence": [u], "candidates": names})
+    >>> [c.name for c in _named_in_line(r, 1)[0]]
+    ['JAX', 'PyTorch']
     """
     unit = reading.evidence[line - 1]
     under = [c for c in reading.candidates if line in c.evidence]
-    return [c for c in under if names_unit(c, unit, "", titles=False)], under
+    said = [c for c in under if names_unit(c, unit, "", titles=False)]
+    # a line's subject is the page's or section's topic, not a word of it: the names its words
+    # give come first ("when using Bar, expect overheads" on a page about Foo speaks of Bar)
+    words = [c for c in said if _in_words(c, unit)]
+    return words + [c for c in said if c not in words], under
+
+
+def _in_words(candidate: Candidate, unit: EvidenceUnit) -> bool:
+    """Whether a unit's own words name a candidate (a mention linking found in them, or the
+    name as a word), not only its subject, the topic of its page or section."""
+    if candidate.entity is not None and candidate.entity in unit.mentions:
+        return True
+    return names_in(candidate.name, f"{unit.context} {unit.text}")
 
 
 def _total(a: float | None, b: float | None) -> float | None:

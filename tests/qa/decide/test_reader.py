@@ -406,6 +406,35 @@ def test_a_line_that_names_the_graphs_first_pick_among_others_gives_it_without_a
     assert verdict.pick.name == said[-1].name
 
 
+def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None:
+    from qa.schema import Language
+
+    # a page about Kestrel (every line's subject) whose line speaks of Sorrel
+    said = _unit(1, "Precision", "When using Sorrel on few GPUs, expect upcasting overheads.")
+    said = said.model_copy(update={"subject": "engine:kestrel", "mentions": ["engine:sorrel"]})
+    other = _unit(2, "Precision", "Kestrel keeps the weights in bf16.")
+    other = other.model_copy(update={"subject": "engine:kestrel"})
+    kestrel = Candidate(name="Kestrel", entity="engine:kestrel", evidence=[1, 2], proposed=True)
+    sorrel = Candidate(name="Sorrel", entity="engine:sorrel", evidence=[1])
+    reading = Reading(
+        question="Which of Kestrel and Sorrel has more overhead on few GPUs?",
+        language=Language.EN,
+        choose=True,
+        evidence=[said, other],
+        candidates=[kestrel, sorrel],
+    )
+    chat = _Lines(1)
+    Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    # the graph's pick is line 1's topic, not a word of it: it does not stand unasked, and
+    # the second turn lists the name the line's words give first
+    assert len(chat.sent) == 2
+    assert chat.sent[1][1]["enum"] == ["Sorrel", "Kestrel"]
+    # a line whose words name the graph's pick gives it without a second turn
+    chat = _Lines(2)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert len(chat.sent) == 1 and verdict.pick == kestrel
+
+
 def test_a_line_that_gives_one_name_needs_no_second_turn(
     assistant: Assistant,  # noqa: F811
 ) -> None:
