@@ -149,6 +149,8 @@ class _Heading:
 @dataclass
 class _Parser:
     doc: Document
+    #: whether lines indented by four are code (CommonMark); MDX has no indented code
+    indent_is_code: bool = True
     lines: list[_Line] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
     stack: list[_Heading] = field(default_factory=list)
@@ -354,6 +356,8 @@ class _Parser:
         if _QUOTE.match(t):
             return self.quote(k)
         if ln.indent >= 4 and (k == 0 or self.lines[k - 1].blank):
+            if not self.indent_is_code:
+                return self.paragraph(k)  # MDX: text indented under a JSX tag is text
             if self.containers and ln.indent < self.containers[-1][1] + 4:
                 return self.paragraph(k)  # a container's own text, indented under its title
             if self.continues_list(k) and not code_like(t.strip()):
@@ -601,6 +605,7 @@ def _cells(text: str, ln: _Line) -> list[tuple[int, int]]:
     return table_cells(text, line)
 
 
-def parse_markdown(doc: Document) -> list[Block]:
-    """Cut a Markdown document into blocks, in order, with spans and heading paths."""
-    return _Parser(doc).run()
+def parse_markdown(doc: Document, *, mdx: bool = False) -> list[Block]:
+    """Cut a Markdown document into blocks, in order, with spans and heading paths; `mdx`: read
+    as MDX does, where no indentation makes code (only fences do)."""
+    return _Parser(doc, indent_is_code=not mdx).run()

@@ -2,7 +2,8 @@
 
 - `.md`, `.markdown` (text/markdown): the file; the Markdown reader (`ingest.markdown`), front
   matter and MyST's cell lines masked (`ingest.formats.dialects`).
-- `.mdx` (text/mdx): the file; the Markdown reader, JSX and `import`/`export` masked.
+- `.mdx` (text/mdx): the file; the Markdown reader, JSX and `import`/`export` masked, and no
+  indented code (MDX has none: text indented under a tag is text).
 - `.rst`, `.rest` (text/x-rst): the file; docutils (`ingest.formats.rst`).
 - `.ipynb` (application/x-ipynb+json): Markdown cells and fenced code cells
   (`ingest.formats.notebook`); the Markdown reader.
@@ -69,9 +70,9 @@ def document_blocks(doc: Document) -> list[Block]:
     if doc.media_type in (MDX, NOTEBOOK, "text/markdown") or is_markdown(doc):
         text = masked(doc.text, mdx=doc.media_type == MDX)
         if text == doc.text:
-            return parse_markdown(doc)
+            return parse_markdown(doc, mdx=doc.media_type == MDX)
         view = doc.model_copy(update={"text": text, "media_type": "text/markdown"})
-        return unmasked(parse_markdown(view), doc.text)
+        return unmasked(parse_markdown(view, mdx=doc.media_type == MDX), doc.text)
     return parse_blocks(doc)
 
 

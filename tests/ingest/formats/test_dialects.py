@@ -73,6 +73,22 @@ def test_mdx_reads_markdown_without_jsx_or_esm(tmp_path: Path) -> None:
             assert clean_inline(doc.text, unit.start, unit.end).text == unit.text
 
 
+def test_mdx_text_indented_under_a_tag_is_text(tmp_path: Path) -> None:
+    page = (
+        '# Install\n\n<Tabs>\n  <TabItem value="pip">\n\n'
+        "    Brindle installs from PyPI on Linux.\n\n"
+        "    ```bash\n    pip install brindle\n    ```\n\n  </TabItem>\n</Tabs>\n"
+    )
+    path = tmp_path / "install.mdx"
+    path.write_text(page, "utf-8")
+    blocks = document_blocks(load_document(path, tmp_path))
+    assert [(b.kind, b.text) for b in blocks] == [
+        (BlockKind.HEADING, "# Install"),
+        (BlockKind.PROSE, "Brindle installs from PyPI on Linux."),
+        (BlockKind.CODE, "```bash\n    pip install brindle\n    ```"),
+    ]
+
+
 def test_masking_keeps_every_offset() -> None:
     out = masked(MDX_PAGE, mdx=True)
     assert len(out) == len(MDX_PAGE)
