@@ -185,6 +185,12 @@ def test_a_cost_in_memory_is_no_price(assistant: Assistant) -> None:
     assert answer.fallback is None or answer.fallback.kind is not FallbackKind.NOT_COVERED
 
 
+def test_a_size_the_question_states_is_no_name_to_find(assistant: Assistant) -> None:
+    # "64x64" says how big the inputs are, not a thing the sources must name
+    answer = assistant.ask("Does Zephyr still pay off for 64x64 images on an A100?")
+    assert not answer.abstained, answer.answer
+
+
 def test_a_chinese_decline_is_in_chinese(assistant: Assistant) -> None:
     answer = assistant.ask("量子计算机该买哪一台？")
     assert answer.abstained and answer.answer.startswith("资料未涵盖这个问题")
