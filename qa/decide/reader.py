@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from ingest.markup import strip_markup
 from kg.documents import EvidenceUnit
 from kg.errors import LLMBadResponse
 from kg.schema import normalize_name
@@ -314,11 +315,16 @@ def _as_object(mode: str, data: Any) -> dict[str, Any]:
 
 
 def _names(point: DraftPoint, candidate: Candidate) -> bool:
-    """Whether a point speaks of the candidate: an edge of its entity, or its name in the text."""
+    """Whether a point speaks of the candidate: an edge of its entity, or its name in the text.
+
+    >>> point = DraftPoint(doc="d", start=0, end=9, quote="Set `--gpu_mem`.", text="Set --gpu_mem.")
+    >>> _names(point, Candidate(name="GPU")), _names(point, Candidate(name="--gpu-mem"))
+    (False, True)
+    """
     if _cites(point, candidate):
         return True
-    folded = normalize_name(f"{point.context} {point.quote} {point.text} {point.heading}")
-    return normalize_name(candidate.name) in folded
+    seen = f"{point.context} {strip_markup(point.quote)} {point.text} {point.heading}"
+    return names_in(candidate.name, seen)  # as a word of what a reader sees, as a line names it
 
 
 def _reasons(points: list[DraftPoint], pick: Candidate, limit: int) -> list[DraftPoint]:
