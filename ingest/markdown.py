@@ -17,6 +17,7 @@ The parser is line-based and linear: deep nesting, giant tables, unclosed fences
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ingest.markup import is_decorative, strip_markup
@@ -227,19 +228,12 @@ class _Parser:
         over the text up to the line that closes it (as many colons or more); the fence lines
         are no text. One that nothing closes is a line of text."""
         mark = m.group(1)
-        depth, j = 0, k + 1
-        while j < len(self.lines):
-            t = self.lines[j].text
-            if _FENCE.match(t):  # a code fence inside: its lines are code, not fences
-                j = self.fence_close(j) + 1
-                continue
-            if (close := _COLON_CLOSE.match(t)) is not None and len(close.group(1)) >= len(mark):
-                if depth == 0:
-                    break
-                depth -= 1
-            elif _COLON_OPEN.match(t):
-                depth += 1
-            j += 1
+
+        def closes(t: str) -> bool:
+            close = _COLON_CLOSE.match(t)
+            return close is not None and len(close.group(1)) >= len(mark)
+
+        j = self.closing_line(k, closes, lambda t: _COLON_OPEN.match(t) is not None)
         if j >= len(self.lines):
             return self.paragraph(k)
         self.closing.add(j)
@@ -259,19 +253,11 @@ class _Parser:
         as the page's text (MDX has no indented code): a note indented under `<Tip>` is
         sentences, not a code block; lines indented further than its first are code, as under
         an admonition. One that nothing closes is a line of text."""
-        depth, j = 0, k + 1
-        while j < len(self.lines):
-            t = self.lines[j].text
-            if _FENCE.match(t):  # a code fence inside: its lines are code, not tags
-                j = self.fence_close(j) + 1
-                continue
-            if (close := _COMPONENT_CLOSE.match(t)) is not None and close.group(1) == name:
-                if depth == 0:
-                    break
-                depth -= 1
-            elif (inner := _COMPONENT_OPEN.match(t)) is not None and inner.group(1) == name:
-                depth += 1
-            j += 1
+
+        def tag(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+            return lambda t: (m := pattern.match(t)) is not None and m.group(1) == name
+
+        j = self.closing_line(k, tag(_COMPONENT_CLOSE), tag(_COMPONENT_OPEN))
         if j >= len(self.lines):
             return self.paragraph(k)
         self.closing.add(j)
@@ -279,6 +265,26 @@ class _Parser:
         if first is not None:
             self.containers.append((j + 1, first.indent))
         return k + 1
+
+    def closing_line(
+        self, k: int, closes: Callable[[str], bool], opens: Callable[[str], bool]
+    ) -> int:
+        """The line that closes the container opening at line k (past the last: none does),
+        others of its kind nested inside counted; a code fence's lines are code, not marks."""
+        depth, j = 0, k + 1
+        while j < len(self.lines):
+            t = self.lines[j].text
+            if _FENCE.match(t):
+                j = self.fence_close(j) + 1
+                continue
+            if closes(t):
+                if depth == 0:
+                    return j
+                depth -= 1
+            elif opens(t):
+                depth += 1
+            j += 1
+        return j
 
     def fence_close(self, k: int) -> int:
         """The line that closes the code fence opening at line k (past the last: none does)."""

@@ -182,31 +182,27 @@ def test_a_name_inside_a_longer_word_is_not_named() -> None:
     }
 
 
-def test_a_single_letter_is_no_name() -> None:
-    text = "Pass `y` as the second array of `jnp.dot`."
+def _names_of_sentence(quote: str) -> list[str]:
+    """The candidates a document of one sentence gives (its text the quote without markup)."""
     unit = EvidenceUnit(
-        id=f"d#0-{len(text)}",
+        id=f"d#0-{len(quote)}",
         doc="d",
         start=0,
-        end=len(text),
+        end=len(quote),
         kind=UnitKind.SENTENCE,
-        text="Pass y as the second array of jnp.dot.",
+        text=quote.replace("`", ""),
     )
-    names = [c.name for c in candidate_names(KnowledgeGraph(), [unit], {"d": text})]
+    return [c.name for c in candidate_names(KnowledgeGraph(), [unit], {"d": quote})]
+
+
+def test_a_single_letter_is_no_name() -> None:
+    names = _names_of_sentence("Pass `y` as the second array of `jnp.dot`.")
     assert "jnp.dot" in names and "y" not in names, names
 
 
 def test_a_literal_value_is_no_name() -> None:
-    text = "With `torch.compile`, set `use_orig_params` to `True` (default: `None`)."
-    unit = EvidenceUnit(
-        id=f"d#0-{len(text)}",
-        doc="d",
-        start=0,
-        end=len(text),
-        kind=UnitKind.SENTENCE,
-        text="With torch.compile, set use_orig_params to True (default: None).",
-    )
-    names = [c.name for c in candidate_names(KnowledgeGraph(), [unit], {"d": text})]
+    quote = "With `torch.compile`, set `use_orig_params` to `True` (default: `None`)."
+    names = _names_of_sentence(quote)
     assert names == ["torch.compile", "use_orig_params"], names
 
 
