@@ -453,11 +453,17 @@ def names_in(name: str, text: str) -> bool:
 
 
 def names_unit(
-    candidate: Candidate, unit: EvidenceUnit, quote: str, *, titles: bool = True
+    candidate: Candidate,
+    unit: EvidenceUnit,
+    quote: str,
+    *,
+    titles: bool = True,
+    subject: bool = True,
 ) -> bool:
-    """Whether a unit names a candidate: as its subject or a mention (an entity), or its name as
-    a word (`names_in`) of `quote` (the unit's verbatim text, as a reader sees it), its text,
-    lead-in or (with `titles`) section titles.
+    """Whether a unit names a candidate: as (with `subject`) its subject or a mention (an
+    entity), or its name as a word (`names_in`) of `quote` (the unit's verbatim text, as a
+    reader sees it), its text, lead-in or (with `titles`) section titles. Without `subject`,
+    what the unit's own words name: not the topic of its page or section.
 
     >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind=UnitKind.SENTENCE,
     ...     text="Use FSDP.", heading_path=("Sharding",))
@@ -466,8 +472,12 @@ def names_unit(
     >>> names_unit(Candidate(name="Sharding"), u, ""), names_unit(
     ...     Candidate(name="Sharding"), u, "", titles=False)
     (True, False)
+    >>> about = u.model_copy(update={"subject": "lib:x"})
+    >>> x = Candidate(name="X", entity="lib:x")
+    >>> names_unit(x, about, ""), names_unit(x, about, "", subject=False)
+    (True, False)
     """
-    if candidate.entity and candidate.entity in {unit.subject, *unit.mentions}:
+    if candidate.entity and candidate.entity in {unit.subject if subject else None, *unit.mentions}:
         return True
     heads = unit.heading_path if titles else ()
     return names_in(candidate.name, " ".join([quote, unit.text, unit.context, *heads]))

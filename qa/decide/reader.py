@@ -275,9 +275,7 @@ def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[C
 def _in_words(candidate: Candidate, unit: EvidenceUnit) -> bool:
     """Whether a unit's own words name a candidate (a mention linking found in them, or the
     name as a word), not only its subject, the topic of its page or section."""
-    if candidate.entity is not None and candidate.entity in unit.mentions:
-        return True
-    return names_in(candidate.name, f"{unit.context} {unit.text}")
+    return names_unit(candidate, unit, "", titles=False, subject=False)
 
 
 def _total(a: float | None, b: float | None) -> float | None:
