@@ -1,10 +1,11 @@
 """Read inline Markdown and HTML as a person does: text without its markup, mapped back to the file.
 
-`clean_inline` returns a `CleanText`: the text a reader sees (link text without the URL, no
-badges or images, no HTML tags, emphasis markers or backticks, no emoji, entities decoded,
-whitespace collapsed) and, for every character of it, the offset of the character in the original
-it came from. A span of the clean text maps back to a verbatim span of the original
-(`CleanText.source_span`), so a quote can be shown clean and still be checked against the file.
+`clean_inline` returns a `CleanText`: the text a reader sees (link text without the URL, a
+reStructuredText link's too, no badges or images, no HTML tags, emphasis markers or backticks,
+no emoji, entities decoded, whitespace collapsed) and, for every character of it, the offset of
+the character in the original it came from. A span of the clean text maps back to a verbatim
+span of the original (`CleanText.source_span`), so a quote can be shown clean and still be
+checked against the file.
 
 Every rule is linear in the input (no nested quantifiers over unbounded text): a hostile 1 MB line
 costs one pass.
@@ -38,6 +39,7 @@ _TOKEN = re.compile(
     r"|(?P<anchor>\{#[\w\-.:]{1,100}\})"
     r"|(?P<entity>&(?:[A-Za-z]{2,10}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});)"
     r"|(?P<escape>\\[\\`*_{}\[\]()#+\-.!|~<>])"
+    r"|(?P<rstlink>`(?P<rtext>[^`<\n]{1,500}?)\s*<[^`<>\n]{1,1000}>`__?)"
     r"|(?P<codespan>(?P<ticks>`+)(?P<ctext>.+?)(?P=ticks))"
     r"|(?P<code>`+)"
     r"|(?P<emph>\*{1,3}(?=\S)|(?<=\S)\*{1,3}|_{2,3}|~~|(?<![A-Za-z0-9])_(?=\S)|(?<=\S)_(?![A-Za-z0-9]))",
@@ -175,6 +177,8 @@ def _clean_into(out: _Builder, source: str, start: int, end: int) -> None:
         if kind == "link":
             text_start = match.start("ltext")
             _clean_into(out, source, text_start, match.end("ltext"))
+        elif kind == "rstlink":  # reStructuredText's `text <url>`_: its text
+            _clean_into(out, source, match.start("rtext"), match.end("rtext"))
         elif kind == "br":
             out.space(match.start())
         elif kind == "tag":
@@ -208,6 +212,8 @@ def clean_inline(source: str, start: int = 0, end: int | None = None) -> CleanTe
     'OpenVINO runs on Intel GPUs'
     >>> clean_inline("use `jax.jit` and snake_case_names").text
     'use jax.jit and snake_case_names'
+    >>> clean_inline("Install `Open MPI <https://x.y/faq/?c=b>`__ first.").text
+    'Install Open MPI first.'
     """
     stop = len(source) if end is None else end
     out = _Builder(source)

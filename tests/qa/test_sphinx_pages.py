@@ -1,0 +1,70 @@
+"""Two Sphinx docs pages written for this test (reStructuredText, the way a project's docs site
+writes them: links with their URLs, `**Note**:` paragraphs, a section per component), ingested
+for real: a link reads as its text, not as its URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from store_fixture import article_store
+
+from qa.api import Assistant
+
+INSTALL = """Installing Tarn
+===============
+
+Tarn is a library for training one model on many machines.
+
+Controllers
+-----------
+
+Tarn coordinates its workers through a controller. Both Wisp and Ember are built by default.
+
+Wisp
+~~~~
+
+Wisp is the original controller of Tarn.
+
+**Note**: Wisp 2.1.0 may hang. Use Wisp 2.0.9 or `Wisp 3 <https://wisp.example.org/faq/?release=3>`_
+instead.
+
+If both Wisp and Ember are built, Wisp is the default controller.
+
+Ember
+~~~~~
+
+Ember needs no extra dependencies. Ember is required for resizable training.
+
+**Note**: macOS users must install ``libhive`` before they build Ember.
+
+Hardware
+--------
+
+Tarn's collective operations run on both NVIDIA (CUDA) and AMD (ROCm) GPUs.
+"""
+
+TUNING = """Tuning Tarn
+===========
+
+Tarn can tune its own buffer sizes while it trains.
+
+**Note**: tuning never changes what the model learns.
+
+Enable automatic tuning with the ``--autotune`` flag of ``tarnrun``.
+"""
+
+
+@pytest.fixture(scope="module")
+def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    store: Path = article_store(
+        tmp_path_factory, {"tarn-install.rst": INSTALL, "tarn-tuning.rst": TUNING}
+    )
+    return Assistant.open(store, dense=False, llm="none")
+
+
+def test_a_link_reads_as_its_text(assistant: Assistant) -> None:
+    # the URL is no text to read, and its "?" ends no sentence
+    unit = next(u for u in assistant.units.units if "2.0.9" in u.text)
+    assert "Use Wisp 2.0.9 or Wisp 3 instead." in unit.text, unit.text
+    assert "https" not in unit.text
