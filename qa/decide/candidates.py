@@ -48,6 +48,7 @@ __all__ = [
     "candidate_names",
     "defined_terms",
     "glossed_names",
+    "lead_labels",
     "names_in",
     "names_unit",
     "number_evidence",
@@ -73,6 +74,8 @@ _NOT_PICKED = frozenset(
 _STEP_NUMBER = re.compile(r"^\s*(?:step|part|chapter)\s*\d+\s*[:：.]?\s*", re.I)
 _BRACKETED = re.compile(r"^(?P<name>[^（(]+?)\s*[（(](?P<alias>[^（）()]+)[）)]\s*$")
 _LATIN = re.compile(r"[A-Za-z]")
+#: an English plural's ending ("Controllers", "Examples")
+_PLURAL = re.compile(r"[a-z]{3}s$")
 #: a configuration's literal values (`true`, `None`): a setting's value, never the name of a thing
 _LITERALS = frozenset({"true", "false", "none", "null", "nil", "yes", "no"})
 #: widest name a candidate may be (a Chinese character counts two): wider spans are phrases;
@@ -205,13 +208,15 @@ def _names_of_unit(
     the terms it defines and the Latin names it glosses its Chinese terms with."""
     if unit.heading_path:
         yield section_name(unit, labels)
-    yield from emphasized(quote)
+    spans = [*emphasized(quote)]
     if unit.kind == UnitKind.ROW and unit.cells:
-        yield strip_markup(unit.cells[0])
+        spans.append(strip_markup(unit.cells[0]))
     if unit.kind == UnitKind.ITEM and unit.lead:
-        yield unit.lead
+        spans.append(unit.lead)
     if unit.kind != UnitKind.ROW:  # a row's cells are no sentences
-        yield from defined_terms(unit.text)
+        spans += defined_terms(unit.text)
+    # a label that leads paragraphs ("**Note**:", "注意：") says what a paragraph is, not a name
+    yield from (s for s in spans if (unit.doc, s) not in labels)
     yield from glossed_names(unit.text)
 
 
@@ -277,8 +282,10 @@ def candidate_names(
 
     def asked(name: str, entity: str | None) -> bool:
         """Whether the question uses the name, or names the thing it is under another surface
-        ("飞桨" for PaddlePaddle, "量化" for a heading "Quantization")."""
-        if asked_in(name):
+        ("飞桨" for PaddlePaddle, "量化" for a heading "Quantization"); a bare plural is the
+        kind the question asks for where it uses the singular (a title "Controllers" for
+        "which controller …")."""
+        if asked_in(name) or (entity is None and _PLURAL.search(name) and asked_in(name[:-1])):
             return True
         node = entity or graph.find(name)
         if node is None or node not in graph or node in option_ids:
@@ -399,7 +406,47 @@ def section_labels(
         title, held = under.most_common(1)[0]
         if title and 2 * held > under.total():
             labels.add((doc, title))
-    return frozenset(labels)
+    return frozenset(labels | lead_labels(units, graph))
+
+
+#: a lead that may be a label: words only, no digits or code ("Note", "注意", "Pros"),
+#: at most as wide as a defined term
+_PLAIN_LEAD = re.compile(r"[^\W\d_]+(?: [^\W\d_]+)*")
+
+
+def lead_labels(
+    units: Iterable[EvidenceUnit], graph: KnowledgeGraph | None = None
+) -> set[tuple[str, str]]:
+    """The (document, lead) pairs of the leads that say what a paragraph is rather than what it
+    speaks of, as a label title says what a section is: a lead (`Note: …`, `**注意**：…`, a list
+    item's "Example: …") of words only that leads paragraphs of two documents or more, or three
+    of one, and names nothing `graph` knows. A name leads paragraphs too ("PyTorch：…" in two
+    sections of a comparison), but in one document, and a flag or a figure is no plain word.
+
+    >>> def u(i, text, doc="d"):
+    ...     return EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1,
+    ...                         kind=UnitKind.SENTENCE, text=text)
+    >>> sorted(lead_labels([u(0, "Note: MPI 3.1.3 hangs."), u(1, "Note: use Gloo.", "e"),
+    ...     u(2, "Fennel: fast."), u(3, "Fennel: small."), u(4, "--tp: the degree.", "e"),
+    ...     u(5, "--tp: the degree.")]))
+    [('d', 'Note'), ('e', 'Note')]
+    """
+    leads: dict[str, list[tuple[str, str]]] = {}
+    for unit in units:
+        if unit.kind in (UnitKind.HEADING, UnitKind.ROW, UnitKind.CODE):
+            continue
+        found = split_definition(unit.text)
+        lead = unit.lead if unit.kind == UnitKind.ITEM and unit.lead else found and found[0]
+        if lead and text_width(lead) <= _TERM_WIDTH and _PLAIN_LEAD.fullmatch(lead):
+            leads.setdefault(normalize_name(lead), []).append((unit.doc, lead))
+    labels: set[tuple[str, str]] = set()
+    for pairs in leads.values():
+        counts = Counter(doc for doc, _lead in pairs)
+        if len(counts) < 2 and max(counts.values()) < 3:
+            continue
+        if graph is None or graph.find(pairs[0][1]) is None:
+            labels.update(pairs)
+    return labels
 
 
 #: what joins a word: a Latin letter, a digit or an underscore ("gpu_memory_utilization")

@@ -1,6 +1,8 @@
 """Two Sphinx docs pages written for this test (reStructuredText, the way a project's docs site
 writes them: links with their URLs, `**Note**:` paragraphs, a section per component), ingested
-for real: a link reads as its text, not as its URL."""
+for real: a link reads as its text, not as its URL; a label that leads notes on both pages is
+no name to pick; a section titled with the plural of the question's word is the kind asked
+for."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from store_fixture import article_store
 
 from qa.api import Assistant
+from qa.decide import Reading
 
 INSTALL = """Installing Tarn
 ===============
@@ -63,8 +66,37 @@ def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
     return Assistant.open(store, dense=False, llm="none")
 
 
+def _reading(assistant: Assistant, question: str) -> Reading:
+    parsed = assistant.understand(question)
+    draft, specific, ranked = assistant._drafted(parsed)
+    return assistant.reading(parsed, draft, specific, ranked)
+
+
 def test_a_link_reads_as_its_text(assistant: Assistant) -> None:
     # the URL is no text to read, and its "?" ends no sentence
     unit = next(u for u in assistant.units.units if "2.0.9" in u.text)
     assert "Use Wisp 2.0.9 or Wisp 3 instead." in unit.text, unit.text
     assert "https" not in unit.text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Wisp 2.1.0 hangs for me. Which version should I use instead?",
+        "在 macOS 上编译 Ember 之前要先装什么？",
+    ],
+)
+def test_a_label_that_leads_notes_is_no_candidate(assistant: Assistant, question: str) -> None:
+    reading = _reading(assistant, question)
+    assert any(u.text.startswith("Note:") for u in reading.evidence), reading.evidence
+    assert "Note" not in [c.name for c in reading.candidates]
+
+
+def test_a_title_that_is_the_plural_of_the_asked_kind_is_no_candidate(
+    assistant: Assistant,
+) -> None:
+    reading = _reading(
+        assistant, "If both Wisp and Ember are built, which one is the default controller?"
+    )
+    assert reading.evidence[0].text.startswith("If both Wisp and Ember are built"), reading.evidence
+    assert "Controllers" not in [c.name for c in reading.candidates]
