@@ -1,8 +1,8 @@
 """Two Sphinx docs pages written for this test (reStructuredText, the way a project's docs site
 writes them: links with their URLs, `**Note**:` paragraphs, a section per component), ingested
-for real: a link reads as its text, not as its URL; a label that leads notes on both pages is
-no name to pick; a section titled with the plural of the question's word is the kind asked
-for."""
+for real: a link reads as its text, a label that leads notes on both pages is no name to pick,
+a section titled with the plural of the question's word is the kind asked for, and hardware
+written with a gloss between its words ("AMD (ROCm) GPUs") is mentioned."""
 
 from __future__ import annotations
 
@@ -100,3 +100,12 @@ def test_a_title_that_is_the_plural_of_the_asked_kind_is_no_candidate(
     )
     assert reading.evidence[0].text.startswith("If both Wisp and Ember are built"), reading.evidence
     assert "Controllers" not in [c.name for c in reading.candidates]
+
+
+def test_hardware_written_with_a_gloss_between_its_words_is_mentioned(
+    assistant: Assistant,
+) -> None:
+    # "AMD (ROCm) GPUs" names AMD GPUs: the question is answered from that line, not declined
+    answer = assistant.ask("Tarn 能在 AMD 显卡上跑吗？")
+    assert not answer.abstained, answer.answer
+    assert "AMD (ROCm) GPUs" in answer.answer

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from kg import cues
+from kg.documents import UnitKind
 from kg.schema import IDEA_TYPES, NodeType, normalize_name
 from qa import weights as W
 from qa.read.frame import QuestionFrame, named_things
@@ -34,17 +35,48 @@ _VAGUE_PREFIXES = frozenset(
 _CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")
 
 
+#: words a spread name may have between its own in a unit: a gloss ("AMD (ROCm) GPUs"), a
+#: model ("NVIDIA A100 GPUs")
+_SPREAD_GAP = 2
+
+
+def _spread_name(name: str) -> re.Pattern[str] | None:
+    """A name of two Latin words or more as a pattern that finds its words in order with at
+    most `_SPREAD_GAP` words between them, the last one plural too; None for another name.
+
+    >>> _spread_name("AMD GPU").search("both Nvidia (CUDA) and AMD (ROCm) GPUs") is not None
+    True
+    >>> _spread_name("AMD GPU").search("AMD CPUs and, on another machine, GPUs") is None
+    True
+    >>> _spread_name("AMD 显卡") is None, _spread_name("PyTorch") is None
+    (True, True)
+    """
+    words = name.split()
+    if len(words) < 2 or not all(re.fullmatch(r"[A-Za-z][\w.+\-]*", w) for w in words):
+        return None
+    gap = rf"(?:\W+\w+){{0,{_SPREAD_GAP}}}?\W+"
+    body = gap.join(re.escape(w) for w in words)
+    return re.compile(rf"(?<!\w){body}(?:e?s)?(?!\w)", re.I)
+
+
 class Answerability(UnitIndex):
     """Why the sources cannot answer a question, if they cannot."""
 
     def entity_present(self, eid: str) -> bool:
-        """Whether some document names an entity (under any of its names, the lexicon's too)."""
+        """Whether some document names an entity (under any of its names, the lexicon's too),
+        a name of words also with a few words between them in one unit ("AMD (ROCm) GPUs"
+        names the AMD GPU)."""
         names = list(self._lexicon_surfaces.get(eid, []))
         if eid in self.graph:
             entity = self.graph.entity(eid)
             names += [entity.name, *entity.aliases]
-        return any(
+        if any(
             len(normalize_name(n)) >= 2 and normalize_name(n) in self._corpus_norm for n in names
+        ):
+            return True
+        spread = [p for p in map(_spread_name, names) if p is not None]
+        return bool(spread) and any(
+            p.search(u.text) for u in self.search.units if u.kind != UnitKind.CODE for p in spread
         )
 
     def present(self, name: str) -> bool:
