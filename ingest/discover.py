@@ -409,6 +409,9 @@ def document_subject(
             aliases.setdefault(normalize_name(b), set()).add(a)
     readme = is_readme(doc.id)
     if stem:
+        # a file named after a known thing names that thing, not a longer name holding its
+        # name ("pytorch.rst" is about PyTorch, not the PyTorch Lightning of one section)
+        named = lexicon.lookup(stem)
         for key in [*found, stem]:
             names = {key} | {normalize_name(a) for a in aliases.get(key, set())}
             entry = lexicon.lookup(key)
@@ -416,7 +419,8 @@ def document_subject(
                 names |= {normalize_name(s) for s in entry.surfaces}
             # a page's file names a thing the page types, or its project: not its title
             typed = entry is not None or (key in found and found[key][2] is not None)
-            if key == stem or _names_the_file(names, stem, readme or typed):
+            other = named is not None and stem not in names
+            if key == stem or (not other and _names_the_file(names, stem, readme or typed)):
                 scores[key] += 4.0
         if stem not in found and readme:
             entry = lexicon.lookup(stem)
