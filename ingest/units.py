@@ -91,6 +91,9 @@ class _Builder:
         self.doc = doc
         self.units: list[EvidenceUnit] = []
         self.lead_in = ""  # the last sentence, when it ends with ':' (introduces the next block)
+        # a list a code block or an indented paragraph interrupts: what its items were read
+        # under, and what its last item's text goes on under (`_Builder.items`)
+        self.open_list: tuple[str, str] | None = None
 
     def add(
         self,
@@ -139,27 +142,56 @@ class _Builder:
     def block(self, block: Block) -> None:
         context = self.lead_in
         self.lead_in = ""
+        # a list goes on past a code block in one of its items: a paragraph indented under
+        # the item is the item's, and the list's next items are read under what its first
+        # ones were ("Steps:"); anything else ends it
+        open_list, self.open_list = self.open_list, None
+        within = open_list is not None and _indented(self.doc.text, block.start)
         if block.kind == BlockKind.HEADING:
             title = block.heading_path[-1] if block.heading_path else block.text
             self.add(UnitKind.HEADING, (block.start, block.end), title, block)
         elif block.kind in (BlockKind.PROSE, BlockKind.DEFINITION):
             if _navigation(block.text):
                 return  # a bar or a block of links: no statement to quote
-            made = self.sentences(block, block.start, block.end, UnitKind.SENTENCE)
+            under = _chain(list(open_list)) if open_list is not None and within else ""
+            made = self.sentences(
+                block,
+                block.start,
+                block.end,
+                UnitKind.SENTENCE,
+                **({"context": under} if under else {}),
+            )
             if made and (made[-1].text.endswith((":", "：")) or _LABEL.match(block.text)):
                 self.lead_in = made[-1].text
+            if within:
+                self.open_list = open_list
         elif block.kind in (BlockKind.LIST, BlockKind.DECISION_TREE):
-            last = self.items(block, context)
+            # an item's text after its code (a list block without a marker of its own) goes on
+            # under the item, and the list stays open; the list's next items are read under
+            # what its first ones were
+            going_on = open_list is not None and not _ITEM_MARKER.match(block.text)
+            resumed = None
+            if open_list is not None and not context:
+                context = _chain(list(open_list)) if going_on else open_list[0]
+                resumed = open_list[0] if going_on else None
+            last = self.items(block, context, resumed)
+            if going_on:
+                self.open_list = open_list
             if last.endswith((":", "：")):  # "1. Pick a backend:" over the table under it
                 self.lead_in = last
         elif block.kind == BlockKind.TABLE:
             self.table(block, context)
         elif block.kind == BlockKind.CODE:
             self.code(block, context)
+            if within:  # a code block indented under an item leaves its list open
+                self.open_list = open_list
 
-    def items(self, block: Block, context: str) -> str:
+    def items(self, block: Block, context: str, resumed: str | None = None) -> str:
         """The list's items as units, each under the items above it; returns the last item's
-        text (it may introduce the block after the list)."""
+        text (it may introduce the block after the list). The list stays open (`open_list`)
+        for what an item holds after a code block: the list's context, and its last top
+        item's first sentence. A block that goes on with an item's text (under `context`) and
+        then has the list's next items reads those under `resumed`, the list's context."""
         parents: list[str] = []  # lead-in text of the items above, by depth
         last = ""
         depths = block.depths or [0] * len(block.items)
@@ -167,6 +199,10 @@ class _Builder:
             clean = clean_inline(self.doc.text, start, end)
             if not clean.text:
                 continue
+            line = self.doc.text.rfind("\n", 0, start) + 1
+            if resumed is not None and _MARKED.search(self.doc.text, line, start):
+                context, resumed = resumed, None  # the list's next item
+                parents = []
             del parents[depth:]
             parent = _chain([context, *parents])
             lead = item_lead(clean.text)
@@ -192,6 +228,8 @@ class _Builder:
             first = re.split(r"(?<=[。.!?！？])\s", clean.text, maxsplit=1)[0]
             parents.append(first[:_LEAD_IN_WIDTH])
             last = clean.text
+            if depth == 0:
+                self.open_list = (context, first[:_LEAD_IN_WIDTH])
         return last
 
     def table(self, block: Block, context: str) -> None:
@@ -262,6 +300,24 @@ class _Builder:
 
 
 _LINK = re.compile(r"\]\(|<a\s|href=", re.I)
+#: a list item's marker at the start of a list block ("3.", "-", "•", "(a)")
+_ITEM_MARKER = re.compile(r"\s*(?:[-*+•]|\(?\w{1,3}[.)])\s")
+#: the same marker right before an item's text on its line
+_MARKED = re.compile(r"(?:[-*+•]|\(?\w{1,3}[.)])\s+$")
+
+
+def _indented(text: str, start: int) -> bool:
+    """Whether the line `start` is on begins with two spaces or a tab before it (text under a
+    list item), nothing else before `start` on that line.
+
+    >>> _indented("1. Run:\\n\\n   more text", 12), _indented("plain text", 0)
+    (True, False)
+    """
+    line = text.rfind("\n", 0, start) + 1
+    before = text[line:start]
+    return before.strip() == "" and (before.startswith("\t") or len(before) >= 2)
+
+
 #: a paragraph that is one bold label and nothing else ("**Pros**", "__Option A (fast)__"): like
 #: a sentence ending in ":", it introduces the block after it
 _LABEL = re.compile(r"^\s*(\*\*|__)(?=\S)(?:(?!\1)[^\n])+?(?<=\S)\1[:：]?\s*$")

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from ingest.formats import document_blocks
 from ingest.markdown import parse_markdown
 from ingest.markup import clean_inline, strip_markup
 from ingest.units import (
@@ -227,6 +228,47 @@ def test_a_list_item_ending_in_a_colon_introduces_the_block_under_it() -> None:
         ("code", "pip install brindle", "安装："),
         ("item", "Done.", ""),
         ("sentence", "After.", ""),
+    ]
+
+
+def test_a_list_goes_on_past_the_code_in_one_of_its_items() -> None:
+    # the text an item holds after its code is the item's; the list's next item is read under
+    # what its first ones were; a list after a code block that is no item's is another list
+    text = (
+        "Steps:\n\n1. Run init.\n2. Share the weights from rank 0:\n\n   ```python\n"
+        "   tarn.share(model)\n   ```\n\n   Every worker then starts the same.\n\n"
+        "3. Save on rank 0.\n\nAfter:\n\n- a\n\n```\ncode\n```\n\n- b\n"
+    )
+    _, units = units_of(text)
+    assert [(u.text, u.context) for u in units] == [
+        ("Steps:", ""),
+        ("Run init.", "Steps:"),
+        ("Share the weights from rank 0:", "Steps:"),
+        ("tarn.share(model)", "Share the weights from rank 0:"),
+        ("Every worker then starts the same.", "Steps: Share the weights from rank 0:"),
+        ("Save on rank 0.", "Steps:"),
+        ("After:", ""),
+        ("a", "After:"),
+        ("code", ""),
+        ("b", ""),
+    ]
+
+
+def test_an_rst_item_goes_on_past_its_code_block() -> None:
+    text = (
+        "Steps:\n\n1. Share the weights from rank 0:\n\n   .. code-block:: python\n\n"
+        "       tarn.share(model)\n\n   Every worker then starts the same.\n\n"
+        "2. Save on rank 0.\n"
+    )
+    doc = Document.from_text("steps.rst", text, media_type="text/x-rst")
+    units = document_units(doc, document_blocks(doc))
+    check_units(doc, units)
+    assert [(u.text, u.context) for u in units] == [
+        ("Steps:", ""),
+        ("Share the weights from rank 0:", "Steps:"),
+        ("tarn.share(model)", "Share the weights from rank 0:"),
+        ("Every worker then starts the same.", "Steps: Share the weights from rank 0:"),
+        ("Save on rank 0.", "Steps:"),
     ]
 
 
