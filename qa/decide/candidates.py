@@ -477,11 +477,24 @@ def names_in(name: str, text: str) -> bool:
     (False, True)
     >>> names_in("量化", "用量化训练"), names_in("CP", "CPU only"), names_in("vLLM", "vllm.LLM()")
     (True, False, True)
+
+    A name with an underscore is an identifier, written as it is:
+
+    >>> names_in("TARN_WITH_GPU", "Tarn with GPU"), names_in("TARN_WITH_GPU", "set TARN_WITH_GPU=1")
+    (False, True)
+    >>> names_in("tensor_parallel_size", "pass --tensor-parallel-size 2")
+    True
     """
     key = normalize_name(name)
     if not key:
         return False
     folded, flat, kept = _flattened(text)
+    if "_" in name.strip("_"):
+        # an identifier is written as it is (a flag may dash it): HOROVOD_WITH_PYTORCH is no
+        # title "… with PyTorch", tensor_parallel_size is --tensor-parallel-size
+        parts = re.split(r"[_-]", unicodedata.normalize("NFKC", name).casefold())
+        ident = "[_-]".join(re.escape(part) for part in parts)
+        return re.search(rf"(?<![0-9a-z_]){ident}(?![0-9a-z_])", folded) is not None
     found = flat.find(key)
     while found >= 0:
         start, end = kept[found], kept[found + len(key) - 1] + 1

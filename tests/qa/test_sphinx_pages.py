@@ -1,8 +1,9 @@
 """Two Sphinx docs pages written for this test (reStructuredText, the way a project's docs site
 writes them: links with their URLs, `**Note**:` paragraphs, a section per component), ingested
 for real: a link reads as its text, a label that leads notes on both pages is no name to pick,
-a section titled with the plural of the question's word is the kind asked for, and hardware
-written with a gloss between its words ("AMD (ROCm) GPUs") is mentioned."""
+a section titled with the plural of the question's word is the kind asked for, hardware
+written with a gloss between its words ("AMD (ROCm) GPUs") is mentioned, and an identifier is
+named only as it is written."""
 
 from __future__ import annotations
 
@@ -58,10 +59,23 @@ Enable automatic tuning with the ``--autotune`` flag of ``tarnrun``.
 """
 
 
+GPU = """Tarn with GPU
+=============
+
+Tarn shares gradients between GPUs through its own ring.
+
+Environment Variables
+---------------------
+
+- ``TARN_WITH_GPU`` - build Tarn with GPU support.
+"""
+
+
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
     store: Path = article_store(
-        tmp_path_factory, {"tarn-install.rst": INSTALL, "tarn-tuning.rst": TUNING}
+        tmp_path_factory,
+        {"tarn-install.rst": INSTALL, "tarn-tuning.rst": TUNING, "tarn-gpu.rst": GPU},
     )
     return Assistant.open(store, dense=False, llm="none")
 
@@ -109,3 +123,12 @@ def test_hardware_written_with_a_gloss_between_its_words_is_mentioned(
     answer = assistant.ask("Tarn 能在 AMD 显卡上跑吗？")
     assert not answer.abstained, answer.answer
     assert "AMD (ROCm) GPUs" in answer.answer
+
+
+def test_an_identifier_is_named_as_it_is_written(assistant: Assistant) -> None:
+    # TARN_WITH_GPU folds to the page's title ("Tarn with GPU"), but no line under that title
+    # names the variable unless it writes it
+    reading = _reading(assistant, "How does Tarn share gradients between GPUs?")
+    ring = next(n for n, u in enumerate(reading.evidence, 1) if "own ring" in u.text)
+    variable = next(c for c in reading.candidates if c.name == "TARN_WITH_GPU")
+    assert ring not in variable.evidence, variable
