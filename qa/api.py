@@ -45,7 +45,13 @@ from qa.decide.graph.advice import GraphComposer, find_conflicts
 from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
-from qa.read.frame import asks_amount, linked_options, named_things, strip_injection
+from qa.read.frame import (
+    asks_amount,
+    asks_reason,
+    linked_options,
+    named_things,
+    strip_injection,
+)
 from qa.read.understand import QuestionReader
 from qa.render import as_graph_only, render_draft
 from qa.retrieve import Retriever
@@ -338,9 +344,15 @@ class Assistant:
             frame.text,
             question.language,
             # whether it asks for a pick is the reader's to say (none), except where it asks
-            # how much or how many and to choose nothing (a figure answers it, not a name) or
-            # asks yes or no of what a thing is or does (the evidence answers, not a name)
-            choose=frame.choice or not (asks_amount(frame.text) or frame.whether),
+            # how much or how many and to choose nothing (a figure answers it, not a name),
+            # asks yes or no of what a thing is or does, or asks why (the evidence answers,
+            # not a name)
+            choose=frame.choice
+            or not (
+                asks_amount(frame.text)
+                or frame.whether
+                or asks_reason(frame.text[slice(*frame.asking_sentence)])
+            ),
             ranked=ranked,
             graph=self.graph,
             documents=self.documents,

@@ -22,6 +22,7 @@ __all__ = [
     "QuestionFrame",
     "asked_types",
     "asks_amount",
+    "asks_reason",
     "asks_setting",
     "asks_yes_no",
     "linked_options",
@@ -75,6 +76,7 @@ _DECIDES = cues.pattern("question.decides")
 _MONEY = cues.pattern("question.money")
 _RATE = cues.pattern("question.rate")
 _HOW_MUCH = cues.pattern("question.how_much")
+_WHY = cues.pattern("question.why")
 _NAME_TOKEN = re.compile(
     r"(?<![\w.\-])(?:[A-Za-z]*[a-z][A-Z][\w.\-]*|[A-Z]{2,}[\w.\-]*|[A-Za-z]+[\-]?\d[\w.\-]*|"
     r"\d+(?:\.\d+)?[A-Za-z]+\w*|[a-z]+\.(?:cpp|js|py))(?![\w\-])"
@@ -141,6 +143,17 @@ def asks_amount(text: str) -> bool:
     (True, True, False)
     """
     return _HOW_MUCH.search(text) is not None
+
+
+def asks_reason(text: str) -> bool:
+    """Whether the question asks why: a reason answers it, not a name.
+
+    >>> asks_reason("Why does the example pass --fast?"), asks_reason("为什么 CPU 占用这么高？")
+    (True, True)
+    >>> asks_reason("Which engine should I use?")
+    False
+    """
+    return _WHY.search(text) is not None
 
 
 def quantity_asked(text: str) -> str | None:

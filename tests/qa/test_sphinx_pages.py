@@ -2,8 +2,8 @@
 writes them: links with their URLs, `**Note**:` paragraphs, a section per component), ingested
 for real: a link reads as its text, a label that leads notes on both pages is no name to pick,
 a section titled with the plural of the question's word is the kind asked for, hardware
-written with a gloss between its words ("AMD (ROCm) GPUs") is mentioned, and an identifier is
-named only as it is written."""
+written with a gloss between its words ("AMD (ROCm) GPUs") is mentioned, an identifier is
+named only as it is written, and a question that asks why asks for no pick."""
 
 from __future__ import annotations
 
@@ -132,3 +132,10 @@ def test_an_identifier_is_named_as_it_is_written(assistant: Assistant) -> None:
     ring = next(n for n, u in enumerate(reading.evidence, 1) if "own ring" in u.text)
     variable = next(c for c in reading.candidates if c.name == "TARN_WITH_GPU")
     assert ring not in variable.evidence, variable
+
+
+def test_a_question_that_asks_why_asks_for_no_pick(assistant: Assistant) -> None:
+    # a reason answers it: the reader is asked for the line, not for a name
+    assert not _reading(assistant, "Why do macOS users have to install libhive?").choose
+    assert not _reading(assistant, "为什么 Wisp 会卡住？").choose
+    assert _reading(assistant, "Which controller is the default?").choose
