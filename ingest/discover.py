@@ -410,7 +410,7 @@ def document_subject(
     readme = is_readme(doc.id)
     if stem:
         # a file named after a known thing names that thing, not a longer name holding its
-        # name ("pytorch.rst" is about PyTorch, not the PyTorch Lightning of one section)
+        # name ("intel.rst" is about Intel, not the Intel Neural Compressor of one section)
         named = lexicon.lookup(stem)
         for key in [*found, stem]:
             names = {key} | {normalize_name(a) for a in aliases.get(key, set())}

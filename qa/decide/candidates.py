@@ -482,7 +482,7 @@ def names_in(name: str, text: str) -> bool:
 
     >>> names_in("TARN_WITH_GPU", "Tarn with GPU"), names_in("TARN_WITH_GPU", "set TARN_WITH_GPU=1")
     (False, True)
-    >>> names_in("tensor_parallel_size", "pass --tensor-parallel-size 2")
+    >>> names_in("ring_group_size", "pass --ring-group-size 2")
     True
     """
     key = normalize_name(name)
@@ -491,7 +491,7 @@ def names_in(name: str, text: str) -> bool:
     folded, flat, kept = _flattened(text)
     if "_" in name.strip("_"):
         # an identifier is written as it is (a flag may dash it): HOROVOD_WITH_PYTORCH is no
-        # title "… with PyTorch", tensor_parallel_size is --tensor-parallel-size
+        # title "… with PyTorch", ring_group_size is --ring-group-size
         parts = re.split(r"[_-]", unicodedata.normalize("NFKC", name).casefold())
         ident = "[_-]".join(re.escape(part) for part in parts)
         return re.search(rf"(?<![0-9a-z_]){ident}(?![0-9a-z_])", folded) is not None

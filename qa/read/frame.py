@@ -150,7 +150,7 @@ def asks_reason(text: str) -> bool:
 
     >>> asks_reason("Why does the example pass --fast?"), asks_reason("为什么 CPU 占用这么高？")
     (True, True)
-    >>> asks_reason("Which engine should I use?")
+    >>> asks_reason("Which library fits best?")
     False
     """
     return _WHY.search(text) is not None

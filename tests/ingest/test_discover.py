@@ -421,16 +421,16 @@ def test_lexicon_subject_takes_the_lexicon_name_and_type(lexicon: Lexicon) -> No
 
 
 def test_a_file_named_after_a_known_thing_does_not_name_a_longer_name(lexicon: Lexicon) -> None:
-    """A docs page named after PyTorch with a section on PyTorch Lightning: the file does not
-    make the section's thing the page's subject (the name it holds is a known thing's own)."""
+    """A docs page named after Intel with a section on Intel Neural Compressor: the file does
+    not make the section's tool the page's subject (the name it holds is a known thing's own)."""
     text = (
-        "# Tarn with PyTorch\n\nTo use Tarn with PyTorch, wrap the optimizer.\n\n"
-        "## PyTorch Lightning\n\nPyTorch Lightning runs Tarn as a strategy. "
-        "PyTorch Lightning needs one line changed.\n"
+        "# Tarn on Intel\n\nTo run Tarn on Intel machines, build it with oneDNN.\n\n"
+        "## Intel Neural Compressor\n\nIntel Neural Compressor quantizes Tarn models. "
+        "Intel Neural Compressor needs one line changed.\n"
     )
-    doc, units = units_of("pytorch.md", text)
+    doc, units = units_of("intel.md", text)
     subject = document_subject(doc, units, lexicon)
-    assert subject is None or subject.name != "PyTorch Lightning", subject
+    assert subject is None or subject.name != "Intel Neural Compressor", subject
 
 
 def test_no_units_no_subject(lexicon: Lexicon) -> None:
