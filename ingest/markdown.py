@@ -4,9 +4,10 @@ Recognised: ATX and setext headings, HTML headings (`<h1 align="center">…</h1>
 indented code, pipe tables, HTML tables (`<table>` … `<tr>` … `<td>`), nested lists (items with
 their wrapped lines), block quotes, HTML blocks, paragraphs, MkDocs' admonitions and tabs
 (`!!! note "Title"`, `=== "pip"`: the title a heading over the text indented under it), and
-Docusaurus' and VitePress' admonitions (`:::tip Title` … `:::`), and the components a docs
-site's builder renders (`<Tip>` … `</Tip>` on lines of their own). Badge rows, logos, link bars
-and rules — lines with no words once markup is gone — yield no block.
+Docusaurus' and VitePress' admonitions (`:::tip Title` … `:::`), the components a docs
+site's builder renders (`<Tip>` … `</Tip>` on lines of their own), and tabs written as roles
+(d2lbook's `:begin_tab:`pytorch`` … `:end_tab:`, its anchors `:label:`…`` no text). Badge
+rows, logos, link bars and rules — lines with no words once markup is gone — yield no block.
 Invariants as in `ingest.structure`: `block.text == doc.text[block.start:block.end]`, blocks are
 sorted and never overlap, and every item/cell span slices the document to its string.
 
@@ -62,6 +63,12 @@ _COLON_OPEN = re.compile(
     r"^[ \t]{0,3}(:{3,})[ \t]*([A-Za-z][\w-]*)(?:[ \t]*\[([^\]\n]*)\]|[ \t]+(\S[^\n]*?))?[ \t]*$"
 )
 _COLON_CLOSE = re.compile(r"^[ \t]{0,3}(:{3,})[ \t]*$")
+#: a tab written as roles (d2lbook's `:begin_tab:`pytorch`` … `:end_tab:`): its name a heading
+#: over the text up to the closing line
+_ROLE_TAB_OPEN = re.compile(r"^[ \t]{0,3}:begin_tab:`([^`\n]+)`[ \t]*$")
+_ROLE_TAB_CLOSE = re.compile(r"^[ \t]{0,3}:end_tab:[ \t]*$")
+#: a line that is only an anchor for cross-references (`:label:`sec_gpu``): no text
+_ROLE_LABEL = re.compile(r"^[ \t]{0,3}:label:`[^`\n]*`[ \t]*$")
 #: the elements of HTML (the living standard's list, obsolete ones included): a tag of any other
 #: name is a docs site's component (`<Tip>`, `<Tip warning={true}>`, `<hfoption id="CLI">`)
 _HTML_ELEMENTS = _HTML_BLOCK_TAGS | frozenset(
@@ -246,6 +253,24 @@ class _Parser:
         self.containers.append((j + 1, self.lines[k].indent))
         return k + 1
 
+    def role_tab(self, k: int, m: re.Match[str]) -> int:
+        """A tab written as roles (`_ROLE_TAB_OPEN`): its name is a heading over the text up to
+        `:end_tab:`, as a titled tab's; the role lines are no text. One that nothing closes is
+        a line of text."""
+        j = self.closing_line(
+            k,
+            lambda t: _ROLE_TAB_CLOSE.match(t) is not None,
+            lambda t: _ROLE_TAB_OPEN.match(t) is not None,
+        )
+        if j >= len(self.lines):
+            return self.paragraph(k)
+        self.closing.add(j)
+        ln = self.lines[k]
+        level = _CONTAINER_LEVEL + len(self.containers)
+        self.heading(level, ln.start + m.start(1), ln.start + m.end(1), ln.start, ln.end)
+        self.containers.append((j + 1, ln.indent))
+        return k + 1
+
     def component(self, k: int, name: str) -> int:
         """A docs site's component (`<Tip>`, `<hfoption id="CLI">`: an element HTML does not
         have) whose tags stand on lines of their own: the tag lines are no text, and the text
@@ -338,10 +363,12 @@ class _Parser:
             return self.comment(k)
         if (m := _CONTAINER.match(t)) is not None:
             return self.container(k, m)
-        if k in self.closing:
+        if k in self.closing or _ROLE_LABEL.match(t):
             return k + 1
         if (m := _COLON_OPEN.match(t)) is not None:
             return self.colon_container(k, m)
+        if (m := _ROLE_TAB_OPEN.match(t)) is not None:
+            return self.role_tab(k, m)
         if (m := _COMPONENT_OPEN.match(t)) is not None and m.group(1).lower() not in _HTML_ELEMENTS:
             return self.component(k, m.group(1))
         if (m := _ATX.match(t)) is not None:
@@ -379,6 +406,9 @@ class _Parser:
             or _FENCE.match(t)
             or _COLON_CLOSE.match(t)
             or _COLON_OPEN.match(t)
+            or _ROLE_TAB_OPEN.match(t)
+            or _ROLE_TAB_CLOSE.match(t)
+            or _ROLE_LABEL.match(t)
             or _ATX.match(t)
             or _RULE.match(t)
             or _ITEM.match(t)

@@ -25,6 +25,7 @@ _TOKEN = re.compile(
     r"(?P<comment><!--.*?(?:-->|\Z))"
     r"|(?P<quote>^[ \t]*(?:>[ \t]?)+)"
     r"|(?P<alert>\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\])"
+    r"|(?P<xref>:(?:numref|eqref|ref|label|doc|cite[tp]?):`[^`\n]{0,200}`)"
     r"|(?P<shortcode>(?<![\w:]):(?=[a-z0-9_+\-]*[a-z+\-])[a-z0-9+\-][a-z0-9_+\-]{1,30}:(?![\w:]))"
     r"|(?P<image>!\[[^\]\n]{0,500}\]\([^)\n]{0,1000}\))"
     r"|(?P<refimage>!\[[^\]\n]{0,500}\]\[[^\]\n]{0,200}\])"
@@ -196,8 +197,8 @@ def _clean_into(out: _Builder, source: str, start: int, end: int) -> None:
                 out.char(ch, text_start + i, literal=True)
         elif kind == "emph" or kind == "code":
             continue
-        # comment, quote, alert, shortcode, image, refimage, footnote, autolink, url, anchor:
-        # dropped
+        # comment, quote, alert, a cross-reference's target (`:numref:`fig_gpu``), shortcode,
+        # image, refimage, footnote, autolink, url, anchor: dropped
     out.add(source[pos:end], pos)
 
 
@@ -214,6 +215,8 @@ def clean_inline(source: str, start: int = 0, end: int | None = None) -> CleanTe
     'use jax.jit and snake_case_names'
     >>> clean_inline("Install `Open MPI <https://x.y/faq/?c=b>`__ first.").text
     'Install Open MPI first.'
+    >>> clean_inline("As :numref:`fig_gpu` shows, :class:`Ring` is fast.").text
+    'As shows, Ring is fast.'
     """
     stop = len(source) if end is None else end
     out = _Builder(source)

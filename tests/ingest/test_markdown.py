@@ -219,6 +219,29 @@ def test_a_docs_sites_components_hold_text_not_code() -> None:
     ]
 
 
+def test_tabs_written_as_roles_hold_text_under_their_names() -> None:
+    # a textbook's dialect (d2lbook): each framework's tab between roles, anchors on lines of
+    # their own, cross-references inline
+    text = (
+        "# Devices\n:label:`sec_devices`\n\nAs :numref:`fig_ring` shows, rings are fast.\n\n"
+        ":begin_tab:`fennel`\nIn Fennel, every array has a device.\n:end_tab:\n\n"
+        ":begin_tab:`wren`\nIn Wren, every tensor has a place.\n\n```python\nx.place\n```\n"
+        ":end_tab:\n\nAfter.\n\n:begin_tab:`open`\nnever closed\n"
+    )
+    _, blocks = parse(text)
+    assert [(b.kind.value, b.heading_path[1:], b.text) for b in blocks] == [
+        ("heading", (), "# Devices"),
+        ("prose", (), "As :numref:`fig_ring` shows, rings are fast."),
+        ("heading", ("fennel",), ":begin_tab:`fennel`"),
+        ("prose", ("fennel",), "In Fennel, every array has a device."),
+        ("heading", ("wren",), ":begin_tab:`wren`"),
+        ("prose", ("wren",), "In Wren, every tensor has a place."),
+        ("code", ("wren",), "```python\nx.place\n```"),
+        ("prose", (), "After."),
+        ("prose", (), ":begin_tab:`open`\nnever closed"),
+    ]
+
+
 def test_html_headings() -> None:
     text = (
         '<h1 align="center">\n  <img src="logo.png" width="120"><br>\n  Brindle\n</h1>\n\n'
