@@ -154,13 +154,7 @@ class _Builder:
             if _navigation(block.text):
                 return  # a bar or a block of links: no statement to quote
             under = _chain(list(open_list)) if open_list is not None and within else ""
-            made = self.sentences(
-                block,
-                block.start,
-                block.end,
-                UnitKind.SENTENCE,
-                **({"context": under} if under else {}),
-            )
+            made = self.sentences(block, block.start, block.end, UnitKind.SENTENCE, context=under)
             if made and (made[-1].text.endswith((":", "：")) or _LABEL.match(block.text)):
                 self.lead_in = made[-1].text
             if within:

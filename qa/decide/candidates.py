@@ -205,7 +205,8 @@ def _names_of_unit(
     unit: EvidenceUnit, quote: str, labels: Container[tuple[str, str]]
 ) -> Iterable[str]:
     """The names a unit's structure gives: its section title, emphasis, row label, lead term,
-    the terms it defines and the Latin names it glosses its Chinese terms with."""
+    the terms it defines and the Latin names it glosses its Chinese terms with; never one of its
+    document's `labels` (a lead such as "Note" that labels paragraphs, `lead_labels`)."""
     if unit.heading_path:
         yield section_name(unit, labels)
     spans = [*emphasized(quote)]
@@ -359,7 +360,8 @@ def section_labels(
     any unit's text (a site's boilerplate: "参考链接", "环境准备"; a thing two pages explain is
     named in their sentences too), and the top title most of a document's units are under
     (the page's own title: its topic, not one of its things, even where a stray line before it
-    reads as a heading of its own).
+    reads as a heading of its own); with them, the (document, lead) pairs of the leads that
+    label paragraphs as such a title labels sections (`lead_labels`: "Note: …").
 
     >>> def u(i, path, doc="d"):
     ...     return EvidenceUnit(id=f"{doc}#{i}", doc=doc, start=i, end=i + 1,
