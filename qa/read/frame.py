@@ -146,14 +146,14 @@ def asks_amount(text: str) -> bool:
 
 
 def asks_reason(text: str) -> bool:
-    """Whether the question asks why: a reason answers it, not a name.
+    """Whether the question asks why and not which: a reason answers it, not a name.
 
     >>> asks_reason("Why does the example pass --fast?"), asks_reason("为什么 CPU 占用这么高？")
     (True, True)
-    >>> asks_reason("Which library fits best?")
-    False
+    >>> asks_reason("Which library fits best?"), asks_reason("Which of A and B is slower, and why?")
+    (False, False)
     """
-    return _WHY.search(text) is not None
+    return _WHY.search(text) is not None and _CHOICE.search(text) is None
 
 
 def quantity_asked(text: str) -> str | None:

@@ -139,3 +139,7 @@ def test_a_question_that_asks_why_asks_for_no_pick(assistant: Assistant) -> None
     assert not _reading(assistant, "Why do macOS users have to install libhive?").choose
     assert not _reading(assistant, "为什么 Wisp 会卡住？").choose
     assert _reading(assistant, "Which controller is the default?").choose
+    # asked which, and why too: a pick with its reason
+    assert _reading(
+        assistant, "Which of Wisp and Ember needs no extra dependencies, and why?"
+    ).choose
