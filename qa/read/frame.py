@@ -148,7 +148,7 @@ def asks_amount(text: str) -> bool:
 def asks_reason(text: str) -> bool:
     """Whether the question asks why and not which: a reason answers it, not a name.
 
-    >>> asks_reason("Why does the example pass --fast?"), asks_reason("为什么 CPU 占用这么高？")
+    >>> asks_reason("Why does the example pass --fast?"), asks_reason("为什么 Tarn 会卡住？")
     (True, True)
     >>> asks_reason("Which library fits best?"), asks_reason("Which of A and B is slower, and why?")
     (False, False)

@@ -96,7 +96,7 @@ def test_a_link_reads_as_its_text(assistant: Assistant) -> None:
 @pytest.mark.parametrize(
     "question",
     [
-        "Wisp 2.1.0 hangs for me. Which version should I use instead?",
+        "Wisp 2.1.0 hangs for me. Which release is safe instead?",
         "在 macOS 上编译 Ember 之前要先装什么？",
     ],
 )
@@ -120,7 +120,7 @@ def test_hardware_written_with_a_gloss_between_its_words_is_mentioned(
     assistant: Assistant,
 ) -> None:
     # "AMD (ROCm) GPUs" names AMD GPUs: the question is answered from that line, not declined
-    answer = assistant.ask("Tarn 能在 AMD 显卡上跑吗？")
+    answer = assistant.ask("Tarn 用 AMD GPU 训练行不行？")
     assert not answer.abstained, answer.answer
     assert "AMD (ROCm) GPUs" in answer.answer
 

@@ -48,7 +48,7 @@ def _spread_name(name: str) -> re.Pattern[str] | None:
     True
     >>> _spread_name("AMD GPU").search("AMD CPUs and, on another machine, GPUs") is None
     True
-    >>> _spread_name("AMD 显卡") is None, _spread_name("PyTorch") is None
+    >>> _spread_name("英伟达 GPU") is None, _spread_name("PyTorch") is None
     (True, True)
     """
     words = name.split()
