@@ -294,10 +294,11 @@ class _Builder:
 
 
 _LINK = re.compile(r"\]\(|<a\s|href=", re.I)
-#: a list item's marker at the start of a list block ("3.", "-", "•", "(a)")
-_ITEM_MARKER = re.compile(r"\s*(?:[-*+•]|\(?\w{1,3}[.)])\s")
-#: the same marker right before an item's text on its line
-_MARKED = re.compile(r"(?:[-*+•]|\(?\w{1,3}[.)])\s+$")
+#: a list item's marker ("3.", "-", "•", "(a)"): at the start of a list block, and right
+#: before an item's text on its line
+_MARKER = r"(?:[-*+•]|\(?\w{1,3}[.)])"
+_ITEM_MARKER = re.compile(rf"\s*{_MARKER}\s")
+_MARKED = re.compile(rf"{_MARKER}\s+$")
 
 
 def _indented(text: str, start: int) -> bool:
