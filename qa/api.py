@@ -354,6 +354,7 @@ class Assistant:
                 or asks_reason(frame.text[slice(*frame.asking_sentence)])
             ),
             ranked=ranked,
+            figure=asks_amount(frame.text) and not frame.choice,
             graph=self.graph,
             documents=self.documents,
             options=options,

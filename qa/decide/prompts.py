@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from qa.decide.candidates import Candidate
 from qa.decide.reading import Reading
@@ -23,6 +24,7 @@ __all__ = [
     "NONE",
     "candidate_label",
     "evidence_line",
+    "line_choices",
     "line_names_messages",
     "reader_messages",
     "reader_mode",
@@ -112,6 +114,8 @@ LINE_CHOICES = 2
 #: widest text of one evidence line (a Chinese character counts two; a 0.5B model reads ~130
 #: tokens/s on two cores, and a Chinese character is about a token)
 EVIDENCE_WIDTH = 160
+#: a number in a line, in digits or words (`line_choices`)
+_FIGURE = cues.pattern("value.figure")
 _ANSWER_CHARS = {"en": 140, "zh": 70}
 
 
@@ -225,6 +229,27 @@ def line_names_messages(
     ]
 
 
+def line_choices(reading: Reading) -> list[int]:
+    """The numbers of the lines the line reader may give: the first `LINE_CHOICES` retrieval
+    ranks; for a question a figure answers (`Reading.figure`), of those the ones that state a
+    figure, where any does (a line with no number in it does not say how much).
+
+    >>> def unit(text):
+    ...     return EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind="sentence", text=text)
+    >>> lines = [unit("Enable it with --fast."), unit("It slows each step by 20%."), unit("3x")]
+    >>> r = Reading(question="q", language=Language.EN, choose=False, evidence=lines)
+    >>> line_choices(r), line_choices(r.model_copy(update={"figure": True}))
+    ([1, 2], [2])
+    >>> line_choices(r.model_copy(update={"figure": True, "evidence": lines[:1]}))
+    [1]
+    """
+    choices = list(range(1, min(len(reading.evidence), LINE_CHOICES) + 1))
+    if not reading.figure:
+        return choices
+    stated = [n for n in choices if _FIGURE.search(reading.evidence[n - 1].text)]
+    return stated or choices
+
+
 def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:
     """The JSON schema of the reader's answer. `full`: evidence numbers, then (a question that
     asks to choose) the pick among the candidates or `none`, then one bounded sentence: the
@@ -252,7 +277,7 @@ def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:
     }
     names = list(dict.fromkeys(c.name for c in reading.candidates))
     if mode == "line":  # one line's number (a reading without evidence has none to give)
-        return {"type": "integer", "enum": numbers[:LINE_CHOICES] or [0]}
+        return {"type": "integer", "enum": line_choices(reading) or [0]}
     if mode == "pick":
         return {"type": "string", "enum": [*names, NONE]}
     if mode == "evidence":

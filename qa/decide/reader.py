@@ -135,10 +135,11 @@ class Reader:
 
     def _read_line(self, reading: Reading) -> Verdict:
         """The line reader: which numbered line answers the question, one of the first
-        `LINE_CHOICES` retrieval ranks (all are shown, the candidates are not), then which of
-        the names that line's text gives is the answer, asked as a second turn of the same
-        chat (its prompt extends the first's, which a server keeps cached). A line that gives
-        one name has its answer without the second turn, and so has a line that names the
+        `LINE_CHOICES` retrieval ranks (all are shown, the candidates are not; of a question
+        that asks how much, one that states a figure where one does: `line_choices`), then
+        which of the names that line's text gives is the answer, asked as a second turn of the
+        same chat (its prompt extends the first's, which a server keeps cached). A line that
+        gives one name has its answer without the second turn, and so has a line that names the
         graph's first pick (★) among others: the line the reader found and the graph's
         verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a condition
         too, which a small model takes for the answer when asked). A line whose text names

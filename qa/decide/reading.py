@@ -103,6 +103,11 @@ class Reading(BaseModel):
     choose: bool = Field(description="whether the question asks for a pick")
     evidence: list[EvidenceUnit] = Field(description="[1].. in order")
     candidates: list[Candidate] = Field(default_factory=list)
+    figure: bool = Field(
+        default=False,
+        description="whether a figure answers the question (it asks how much or how many): "
+        "the line the reader gives is one that states a figure, where one it may give does",
+    )
     further: list[EvidenceUnit] = Field(
         default_factory=list,
         description="not shown to the reader: the units retrieval ranked next, best first, "
@@ -123,6 +128,7 @@ class Reading(BaseModel):
         *,
         choose: bool,
         ranked: Sequence[RankedUnit],
+        figure: bool = False,
         graph: KnowledgeGraph,
         documents: dict[str, str],
         options: Sequence[str] = (),
@@ -136,7 +142,8 @@ class Reading(BaseModel):
         window: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names, `named` the entities it links to; `first_docs` the documents whose best
+        question names, `named` the entities it links to; `figure`: a figure answers it (it
+        asks how much or how many); `first_docs` the documents whose best
         unit it must read (those of the things it names); the graph's draft (when given) lends
         its picks as candidates; `window` gives the units next to a unit in its section
         (`UnitIndex.section_window`). Candidates of every kind are the reader's to weigh: a
@@ -178,6 +185,7 @@ class Reading(BaseModel):
             choose=choose,
             evidence=evidence,
             candidates=candidates,
+            figure=figure,
             further=[u for u in after if id(u) not in read],
             around=_around(evidence, window),
         )

@@ -463,6 +463,59 @@ def test_a_line_that_gives_no_name_leaves_the_pick_to_the_graph(
     assert verdict.unsure and verdict.pick == proposed and verdict.evidence == [1]
 
 
+def _amount_reading() -> Reading:
+    """A how-much question whose first line says how to turn a feature on and whose second
+    says what it costs."""
+    from qa.schema import Language
+
+    lines = [
+        _unit(1, "Checkpointing", "Turn on activation checkpointing with --checkpoint-layers."),
+        _unit(2, "Checkpointing", "Checkpointing makes each Quill step about 30% slower."),
+        _unit(3, "Checkpointing", "Quill then keeps only every fourth activation."),
+    ]
+    return Reading(
+        question="How much slower is a Quill step with checkpointing?",
+        language=Language.EN,
+        choose=False,
+        evidence=lines,
+        figure=True,
+    )
+
+
+def test_a_question_a_figure_answers_is_read_from_a_line_that_states_one() -> None:
+    reading = _amount_reading()
+    chat = _Lines(2)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    ((_, schema),) = chat.sent
+    assert schema == {"type": "integer", "enum": [2]} and verdict.evidence == [2]
+    # where neither line it may give states a figure, both are its to give
+    plain = [
+        u.model_copy(update={"text": u.text.replace("about 30%", "much")}) for u in reading.evidence
+    ]
+    chat = _Lines(1)
+    Reader(chat, mode="line").read(reading.model_copy(update={"evidence": plain}))  # type: ignore[arg-type]
+    assert chat.sent[0][1] == {"type": "integer", "enum": [1, 2]}
+
+
+def test_the_real_line_reader_gives_a_line_that_states_the_figure(
+    llamacpp_server: ServerHandle,
+) -> None:
+    # the grammar leaves the model one line to give, the one that states a figure; a server
+    # that did not hold to the schema could give any of the three
+    verdict = _reader(llamacpp_server, mode="line").read(_amount_reading())
+    assert verdict.evidence == [2] and verdict.pick is None
+
+
+def test_a_question_asking_how_many_in_chinese_is_read_for_a_figure(
+    assistant: Assistant,  # noqa: F811
+) -> None:
+    reading = _reading(assistant, "混合精度训练时，每个参数的权重要占几个字节？")
+    assert reading.figure and not reading.choose and not reading.candidates
+    # "这几个" is "these few", not "how many": a pick is still asked for
+    reading = _reading(assistant, "这几个框架里，零基础先学哪个？")
+    assert not reading.figure and reading.choose
+
+
 def test_a_reading_without_evidence_asks_the_line_reader_nothing(
     assistant: Assistant,  # noqa: F811
 ) -> None:
