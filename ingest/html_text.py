@@ -99,6 +99,15 @@ def _contents(node: Tag) -> bool:
     return bool(text) and _WS.sub("", linked) == text
 
 
+def _prose(block: str) -> bool:
+    """Whether a rendered block is a paragraph (no code fence, table, heading or list).
+
+    >>> _prose("Run it."), _prose("```\\nx\\n```"), _prose("| a |"), _prose("- a")
+    (True, False, False, False)
+    """
+    return re.match(r"`{3}|~{3}|\||#|[-*+] |\d+[.)] ", block) is None
+
+
 def _main(soup: BeautifulSoup) -> Tag | BeautifulSoup:
     """The page's main content where it marks one: `<main>`, an element of role `main`, or its
     only `<article>`; else the whole page.
@@ -206,18 +215,55 @@ class _HtmlRenderer:
                 self.render(child)
 
     def list_lines(self, node: Tag, depth: int) -> list[str]:
+        """A list's lines, its nested lists indented under their items. An item's first
+        paragraph is its line, and what else it holds (more paragraphs, code blocks, tables)
+        follows indented under it, as Markdown writes a loose item: a docs page's step is often
+        a sentence, then a command, then what to do otherwise.
+
+        >>> html = ("<ol><li><p>Install it.</p><pre>pip install tarn</pre>"
+        ...         "<p>Then check:</p></li><li>Run it.</li></ol>")
+        >>> print("\\n".join(_HtmlRenderer().list_lines(BeautifulSoup(html, "html.parser").ol, 0)))
+        1. Install it.
+        <BLANKLINE>
+           ```
+           pip install tarn
+           ```
+        <BLANKLINE>
+           Then check:
+        <BLANKLINE>
+        2. Run it.
+        """
         lines: list[str] = []
         for number, item in enumerate(node.find_all("li", recursive=False), start=1):
             nested = [c for c in item.find_all(["ul", "ol"]) if c.find_parent("li") is item]
             for sub in nested:
                 sub.extract()
-            text = _inline_text(item)
             marker = f"{number}." if node.name == "ol" else "-"
-            if text:
-                lines.append("  " * depth + f"{marker} {text}")
+            pad = "  " * depth
+            blocks = self.item_blocks(item)
+            if blocks and _prose(blocks[0]):
+                lines.append(f"{pad}{marker} {blocks[0]}")
+                indent = " " * (len(pad) + len(marker) + 1)
+                for block in blocks[1:]:
+                    lines.append("")
+                    lines.extend(indent + line if line else line for line in block.split("\n"))
+                if len(blocks) > 1:
+                    lines.append("")
+            elif text := _inline_text(item):  # an item that opens with code or a table
+                lines.append(f"{pad}{marker} {text}")
             for sub in nested:
                 lines.extend(self.list_lines(sub, depth + 1))
+        while lines and not lines[-1]:
+            lines.pop()
         return lines
+
+    @staticmethod
+    def item_blocks(item: Tag) -> list[str]:
+        """The blocks a list item holds (its nested lists taken out), in order."""
+        renderer = _HtmlRenderer()
+        renderer.render(item)
+        renderer.flush()
+        return renderer.blocks
 
     @staticmethod
     def table_lines(node: Tag) -> list[str]:
@@ -242,6 +288,11 @@ class _HtmlRenderer:
         for tag in [node, *node.find_all("code")]:
             for cls in tag.get_attribute_list("class") or []:
                 if cls and cls.startswith(("language-", "lang-")):
+                    language = cls.split("-", 1)[1]
+        # Sphinx marks a block's language on the boxes around it: highlight-bash > highlight > pre
+        for box in [] if language else node.find_parents("div", limit=2):
+            for cls in box.get_attribute_list("class") or []:
+                if cls and cls.startswith("highlight-") and cls != "highlight-default":
                     language = cls.split("-", 1)[1]
         code = node.get_text().strip("\n")
         fence = code_fence(code)

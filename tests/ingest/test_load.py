@@ -205,3 +205,42 @@ def test_html_is_converted_and_parsed(tmp_path: Path) -> None:
 def test_html_to_text_ordered_list_and_br() -> None:
     text = html_to_text("<ol><li>one</li><li>two</li></ol><p>a<br>b</p>")
     assert text == "1. one\n2. two\n\na\n\nb\n"
+
+
+# A docs site's generated page (Sphinx's layout): a step of an ordered list holds a sentence,
+# a command in a highlighted block, and what to run otherwise
+STEPS_HTML = """<html><body><nav>Menu</nav>
+<div role="main"><h1>Installing Wisp</h1>
+<ol><li><p>Install Brindle first.</p></li>
+<li><p>Install the <code>wisp</code> package.</p>
+<p>If you built Brindle from its tarball, point the build at it:</p>
+<div class="highlight-bash notranslate"><div class="highlight">
+<pre><span></span>$ BRINDLE_HOME=/opt/brindle-&lt;version&gt; pip install wisp
+</pre></div></div>
+<p>If Brindle came from your distribution, run:</p>
+<div class="highlight-bash notranslate"><div class="highlight"><pre>$ pip install wisp
+</pre></div></div></li>
+<li><p>Check it with <code>wisp --version</code>.</p></li></ol></div>
+<footer>© Wisp</footer></body></html>"""
+
+
+def test_an_html_list_step_keeps_its_commands_as_code_under_it(tmp_path: Path) -> None:
+    from ingest.formats import document_blocks
+    from ingest.units import document_units
+
+    doc = load_document(_write(tmp_path / "install.html", STEPS_HTML), tmp_path)
+    blocks = document_blocks(doc)
+    code = [b for b in blocks if b.kind == BlockKind.CODE]
+    # each command its own code block, in the language the page marks, written as it is
+    assert [(b.language, b.code) for b in code] == [
+        ("bash", "$ BRINDLE_HOME=/opt/brindle-<version> pip install wisp"),
+        ("bash", "$ pip install wisp"),
+    ]
+    units = {u.text: u for u in document_units(doc, blocks)}
+    # the step after the commands is still the list's, and what the step says after a
+    # command is read under the step
+    assert units["If Brindle came from your distribution, run:"].context == (
+        "Install the wisp package."
+    )
+    assert "Check it with wisp --version." in units
+    assert not any("pip install" in text for text in units if not text.startswith("$"))
