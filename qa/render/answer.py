@@ -209,20 +209,21 @@ def _reason(points: list[DraftPoint]) -> str:
 
 def _led(context: str, text: str, code: bool = False) -> str:
     """A unit's text under its lead-in: after the colon a lead-in ends with, or one it is
-    given, unless it ends a statement (an item's first sentence over the paragraphs it holds;
-    a question it asks stays a label: "Which GPU?: the 4090");
-    a piece of code on the lines under its lead-in (the command it continues), as the block
-    shows it.
+    given in place of the full stop it ends with (a list's label "Vision." over its items, an
+    item's first sentence over the paragraphs it holds); a piece of code on the lines under its
+    lead-in (the command it continues), as the block shows it.
 
     >>> _led("Backends:", "CUDA"), _led("GPU", "4090"), _led("wisp run m --bits 4", "--fast", True)
     ('Backends: CUDA', 'GPU: 4090', 'wisp run m --bits 4\\n--fast')
-    >>> _led("Install the package.", "On Fedora, run:"), _led("先安装。", "再运行：")
-    ('Install the package. On Fedora, run:', '先安装。 再运行：')
+    >>> _led("Vision.", "Kestrel-S"), _led("Install it.", "On Fedora, run:"), _led("先装。", "再跑")
+    ('Vision: Kestrel-S', 'Install it: On Fedora, run:', '先装: 再跑')
     """
     if code:
         return f"{context}\n{text}"
-    if context.endswith((":", "：", ".", "!", "。", "！")):
+    if context.endswith((":", "：")):
         return f"{context} {text}"
+    if context.endswith((".", "。")) and not context.endswith(".."):
+        context = context[:-1]
     return f"{context}: {text}"
 
 
