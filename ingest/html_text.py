@@ -289,11 +289,12 @@ class _HtmlRenderer:
             for cls in tag.get_attribute_list("class") or []:
                 if cls and cls.startswith(("language-", "lang-")):
                     language = cls.split("-", 1)[1]
-        # Sphinx marks a block's language on the boxes around it: highlight-bash > highlight > pre
-        for box in [] if language else node.find_parents("div", limit=2):
-            for cls in box.get_attribute_list("class") or []:
-                if cls and cls.startswith("highlight-") and cls != "highlight-default":
-                    language = cls.split("-", 1)[1]
+        if not language:
+            # Sphinx marks it on the boxes around the block: highlight-bash > highlight > pre
+            for box in node.find_parents("div", limit=2):
+                for cls in box.get_attribute_list("class") or []:
+                    if cls and cls.startswith("highlight-") and cls != "highlight-default":
+                        language = cls.split("-", 1)[1]
         code = node.get_text().strip("\n")
         fence = code_fence(code)
         return f"{fence}{language}\n{code}\n{fence}"

@@ -340,21 +340,20 @@ class Assistant:
                 for r in self.units.best_of_document(frame.text, d)
             ),
         ]
+        # a question that asks how much or how many and to choose nothing: a figure answers it
+        figure = asks_amount(frame.text) and not frame.choice
         return Reading.gather(
             frame.text,
             question.language,
-            # whether it asks for a pick is the reader's to say (none), except where it asks
-            # how much or how many and to choose nothing (a figure answers it, not a name),
-            # asks yes or no of what a thing is or does, or asks why (the evidence answers,
-            # not a name)
+            # whether it asks for a pick is the reader's to say (none), except where a figure
+            # answers it, it asks yes or no of what a thing is or does, or asks why (the
+            # evidence answers, not a name)
             choose=frame.choice
             or not (
-                asks_amount(frame.text)
-                or frame.whether
-                or asks_reason(frame.text[slice(*frame.asking_sentence)])
+                figure or frame.whether or asks_reason(frame.text[slice(*frame.asking_sentence)])
             ),
             ranked=ranked,
-            figure=asks_amount(frame.text) and not frame.choice,
+            figure=figure,
             graph=self.graph,
             documents=self.documents,
             options=options,

@@ -143,8 +143,8 @@ class Reading(BaseModel):
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
         question names, `named` the entities it links to; `figure`: a figure answers it (it
-        asks how much or how many); `first_docs` the documents whose best
-        unit it must read (those of the things it names); the graph's draft (when given) lends
+        asks how much or how many); `first_docs` the documents whose best unit it must read
+        (those of the things it names); the graph's draft (when given) lends
         its picks as candidates; `window` gives the units next to a unit in its section
         (`UnitIndex.section_window`). Candidates of every kind are the reader's to weigh: a
         question's words for a kind of thing say what it is about as often as what it asks for
