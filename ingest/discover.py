@@ -11,7 +11,10 @@ Names come from where documentation puts them, not from a list of known projects
 - **list leads** (`- **NNCF** - model optimization …`, `- [Optimum Intel](…) - …`), the first
   column and the header of tables, short headings, and `Long Name (ABBR)` / `名称（Alias）` pairs;
 - **name-shaped tokens** anywhere: `CamelCase`, letters with digits (`FlashAttention-2`,
-  `RTX 4090`), dotted names (`llama.cpp`, `Paddle.js`).
+  `RTX 4090`), dotted names (`llama.cpp`, `Paddle.js`);
+- **installed packages**: what a code block's `pip install` installs is a library
+  (`bitsandbytes`), however plainly its name is written, unless it is an English word the
+  corpus also inflects (`kernels`).
 
 `looks_like_entity` is the one predicate every discovered name must pass: no pronouns, sentence
 fragments, numbers, dates, sizes, versions, markup or placeholders.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
@@ -39,6 +43,8 @@ __all__ = [
     "common_word",
     "discover_names",
     "document_subject",
+    "installed_packages",
+    "installed_thing",
     "is_readme",
     "looks_like_entity",
     "type_from_description",
@@ -275,6 +281,118 @@ def type_from_name(name: str) -> NodeType | None:
         if pattern.search(name):
             return node_type
     return None
+
+
+#: a command that installs Python packages: `pip install`, `python -m pip install`, `uv pip
+#: install`, a notebook's `!pip install` / `%pip install`, after a `$ ` prompt or `sudo`
+_INSTALL = re.compile(
+    r"^\s*(?:\$\s+)?[!%]?(?:sudo\s+)?(?:(?:python[\d.]*|py)\s+-m\s+|uv\s+)?pip\d?(?:\.\d+)?"
+    r"\s+install\s+(?P<args>.*)$"
+)
+#: pip's options that take a value (`-r requirements.txt`, `--index-url URL`): the value is
+#: no package
+_PIP_VALUED_FLAGS = (
+    "-r --requirement -c --constraint -e --editable -i --index-url --extra-index-url "
+    "-f --find-links --upgrade-strategy -t --target --prefix --root --platform "
+    "--python-version --implementation --abi --only-binary --no-binary -C "
+    "--config-settings --trusted-host --proxy --cache-dir --src --progress-bar "
+    "--root-user-action --report --python --index-strategy"
+)
+_PIP_VALUED = frozenset(_PIP_VALUED_FLAGS.split())
+_SHELL_BREAK = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "2>&1"})
+
+
+def installed_packages(code: str) -> list[str]:
+    """The Python packages a code block installs with pip, by their distribution names: a
+    requirement's extras and version pins dropped (`optimum[openvino]`, `aqlm>=1.0.2`); files,
+    URLs, paths and options' values are no packages; a command ends at a shell operator or a
+    comment.
+
+    >>> installed_packages("pip install -U 'optimum[openvino]' aqlm>=1.0.2 -r req.txt ./wheel")
+    ['optimum', 'aqlm']
+    >>> installed_packages("!pip install --upgrade-strategy eager tarnlib && tarn --help")
+    ['tarnlib']
+    >>> installed_packages("python -m pip install \\\\\\n    git+https://x.org/a.git gizmo==1.2")
+    ['gizmo']
+    >>> installed_packages("import pip  # pip install nothing here")
+    []
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    names: list[str] = []
+    for line in re.sub(r"\\\n", " ", code).splitlines():
+        m = _INSTALL.match(line)
+        if m is None:
+            continue
+        try:
+            words = shlex.split(m.group("args"), comments=True)
+        except ValueError:  # an unclosed quote: the words as written
+            words = m.group("args").split()
+        valued = False
+        for word in words:
+            if word in _SHELL_BREAK:
+                break
+            if valued or word.startswith("-"):
+                valued = word in _PIP_VALUED  # `--opt=value` holds its value
+                continue
+            if re.search(r"[/\\:$@]|^\.|\.(?:whl|zip|gz|txt)$", word):
+                continue  # a path, a file, a URL or a shell variable
+            try:
+                name = Requirement(word).name
+            except InvalidRequirement:
+                continue
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _inflects(word: str, plain_words: AbstractSet[str]) -> bool:
+    """Whether the corpus's running text also writes a word inflected ("kernel" beside
+    "kernels", "package" beside "packaging"): an English word, not a coined name.
+
+    >>> _inflects("kernels", {"kernel", "kernels"}), _inflects("tarnlib", {"tarnlib"})
+    (True, False)
+    """
+    stems = {word + "s", word + "es", word + "ed", word + "d", word + "ing"}
+    for ending, back in (
+        ("ies", "y"),
+        ("es", ""),
+        ("s", ""),
+        ("ed", ""),
+        ("ed", "e"),
+        ("ing", ""),
+        ("ing", "e"),
+    ):
+        if word.endswith(ending) and len(word) > len(ending) + 2:
+            stems.add(word[: -len(ending)] + back)
+    return any(stem in plain_words for stem in stems - {word})
+
+
+def installed_thing(
+    name: str,
+    lexicon: Lexicon,
+    plain_words: AbstractSet[str],
+    known_names: AbstractSet[str] = frozenset(),
+) -> bool:
+    """Whether a package a code block installs (`installed_packages`) is a thing to know by
+    name: a library or tool the lexicon does not know already, no build of a known thing
+    (`tensorflow-cpu`, a corpus subject's `-nightly`: its name leads with the known name, which
+    finds it), and no English word the corpus inflects (`pip install kernels` installs a package
+    whose name is an ordinary word: its "kernel" in running text speaks of no package).
+
+    >>> installed_thing("tarnlib", Lexicon.default(), {"tarnlib"})
+    True
+    >>> installed_thing("kernels", Lexicon.default(), {"kernel", "kernels"})
+    False
+    >>> installed_thing("tensorflow-cpu", Lexicon.default(), set())
+    False
+    """
+    if lexicon.lookup(name) is not None or not looks_like_entity(name):
+        return False
+    head = re.split(r"[-_.]", name, maxsplit=1)[0]
+    if head != name and (lexicon.lookup(head) is not None or normalize_name(head) in known_names):
+        return False
+    return not (name.lower() in plain_words and _inflects(name.lower(), plain_words))
 
 
 @dataclass
@@ -552,7 +670,16 @@ def discover_names(
         return any(_name_shaped(w, plain_words) for w in words)
 
     for unit in units:
-        if unit.kind == UnitKind.CODE or _in_news(unit):
+        if _in_news(unit):
+            continue
+        if unit.kind == UnitKind.CODE:
+            for name in installed_packages(unit.text):
+                if installed_thing(name, lexicon, plain_words, known_names):
+                    # a package pip installs is a library unless its name says more; it is
+                    # named as the page's text spells it (pip's names ignore case)
+                    kind = type_from_name(name) or NodeType.LIBRARY
+                    spelled = _spelled(normalize_name(name), units) or name
+                    found.append(Discovered(spelled, unit, [], kind, "installed"))
             continue
         for pair in _ACRONYM_PAIR.finditer(unit.text):
             long = re.sub(r"^(?:The|A|An)\s+", "", pair.group("long"))

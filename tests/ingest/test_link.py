@@ -392,6 +392,26 @@ def test_names_listed_side_by_side_are_peers(lexicon: Lexicon) -> None:
     assert (ollama, "RUNS_ON", "platform:linux") in found, found
 
 
+def test_a_package_pip_installs_is_a_library_however_plainly_it_is_written(
+    lexicon: Lexicon,
+) -> None:
+    # "tarnlib" has no capital, digit or dot: only the install command says it is a thing; the
+    # guide's other page then speaks of it in running text. "kernels" is an English word the
+    # guide inflects ("kernel"): installing it makes no entity of the word.
+    corpus = {
+        "setup.md": "# Setup\n\nInstall the two packages.\n\n"
+        "```bash\npip install -U tarnlib==0.4 kernels\n```\n",
+        "speed.md": "# Speed\n\nWith tarnlib, 4-bit weights load on NVIDIA GPUs.\n"
+        "Each kernel is fused; the kernels run on the GPU.\n",
+    }
+    links = link_corpus(read(corpus), lexicon)
+    entities = {e.id: e for e in links.extraction.entities}
+    assert entities.get("library:tarnlib") is not None, sorted(entities)
+    assert not any("kernel" in eid for eid in entities), sorted(entities)
+    (unit,) = [u for u in links.units if u.text.startswith("With tarnlib")]
+    assert "library:tarnlib" in [unit.subject, *unit.mentions], unit
+
+
 def test_a_clause_counting_the_things_before_it_claims_for_each(lexicon: Lexicon) -> None:
     # "两者都…" / "Both …" after a list that names that many things of one kind: each of them
     # claims what the clause names; a count that matches nothing claims nothing
