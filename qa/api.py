@@ -313,11 +313,14 @@ class Assistant:
     ) -> Reading:
         """What the reader is shown for a question (`qa.decide.reading`)."""
         frame = question.frame
-        # the alternatives it names by their shape, else two things it links to, joined (by
-        # the graph's names for them: "剪枝" is Pruning)
-        options = [o.text for o in frame.options]
+        # the alternatives it names in the clause that asks, by their shape, else two things
+        # it links to, joined (by the graph's names for them: "剪枝" is Pruning); else those it
+        # names by their shape before it ("A 和 B 比，哪个…?"). Where the clause that asks
+        # names its own, a list before it is the asker's situation ("Whisper、ViT 这类模型，
+        # A 和 B 选哪个？")
+        at, until = frame.asking_sentence
+        options = [o.text for o in frame.options if until <= at or at <= o.start < until]
         if not options:
-            at = frame.asking_sentence[0]
             linked = {e.surface: e.id for e in question.entities if e.id in self.graph}
             options = [
                 self.graph.entity(linked[o.text]).name
@@ -326,7 +329,7 @@ class Assistant:
                     frame.asking_sentence,
                     [(surface, frame.text.find(surface, at)) for surface in linked],
                 )
-            ]
+            ] or [o.text for o in frame.options]
         # a document that alone names a thing the question names (its project, an option, a
         # model) is read, its best units added where the ranking found none of it
         named = [d for n, _ in named_things(frame.text) if (d := self.evidence.document_naming(n))]

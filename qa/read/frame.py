@@ -274,14 +274,33 @@ def linked_options(
     ['剪枝', '知识蒸馏']
     >>> linked_options("先做剪枝，知识蒸馏呢？", (0, 11), [("剪枝", 2), ("知识蒸馏", 5)])
     []
+
+    The word before the first may come again after the joiner ("with A or with B", "用 A 还是用
+    B"): the two are still side by side.
+
+    >>> q = "Do I shrink it with tarnlib or with Gizmo?"
+    >>> [o.text for o in linked_options(q, (0, len(q)), [("tarnlib", 20), ("Gizmo", 36)])]
+    ['tarnlib', 'Gizmo']
+    >>> q = "Do I shrink it with tarnlib or ship Gizmo?"
+    >>> linked_options(q, (0, len(q)), [("tarnlib", 20), ("Gizmo", 36)])
+    []
     """
     start, end = asking
     inside = sorted((at, surface) for surface, at in names if start <= at < end)
     for (a_at, a), (b_at, b) in itertools.pairwise(inside):
         between = text[a_at + len(a) : b_at]
-        if _JOINER.fullmatch(between):
+        joined = _JOINER.match(between)
+        if joined is None:
+            continue
+        again = between[joined.end() :].strip()
+        before = _LAST_WORD.search(text[start:a_at])
+        if not again or (before is not None and again.casefold() == before.group(1).casefold()):
             return [Option(a, a_at), Option(b, b_at)]
     return []
+
+
+#: the word a name follows ("with" in "with A", "用" in "用 A")
+_LAST_WORD = re.compile(r"([A-Za-z]+|[\u4e00-\u9fff])\s*$")
 
 
 _AFFIX = re.compile(rf"-{cues.alternatives('question.name_affix')}$", re.I)

@@ -326,3 +326,41 @@ def test_a_lead_of_two_sentences_is_no_name() -> None:
     names = [c.name for c in candidate_names(KnowledgeGraph(), units, {"refs.md": doc})]
     assert "Kestrel Notes" in names
     assert not any("Wren. Wren" in name for name in names)
+
+
+TARN_PAGE = """\
+# Shrinking Quokka models
+
+Two packages quantize Quokka checkpoints.
+
+```bash
+pip install tarnlib gizmo-quant
+```
+
+## Which to use
+
+With tarnlib, 4-bit weights are quantized on load, without calibration data.
+tarnlib runs on NVIDIA GPUs. Gizmo-Quant requires CUDA and a calibration set, but its 4-bit
+models generate faster than tarnlib's.
+"""
+
+
+def test_a_package_named_in_lower_case_is_an_option_said_twice_with_its_preposition(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # "tarnlib" is a thing only because the page pip-installs it; "with A or with B" puts the
+    # two side by side as "A or B" does
+    assistant = _page_assistant(tmp_path_factory, "quokka-shrink-bits.md", TARN_PAGE)
+    question = "Without any calibration data, should I quantize with tarnlib or with Gizmo-Quant?"
+    candidates = _reading(assistant, question).candidates
+    names = [c.name.casefold() for c in candidates]
+    assert names[:2] == ["tarnlib", "gizmo-quant"], names
+    assert [c.option for c in candidates] == [True, True] + [False] * (len(names) - 2)
+    # alternatives named in the situation before the clause that asks are not its options
+    question = "我们的模型是 Whisper、ViT 这类，量化用 tarnlib 还是用 Gizmo-Quant？"
+    names = [c.name.casefold() for c in _reading(assistant, question).candidates]
+    assert names[:2] == ["tarnlib", "gizmo-quant"], names
+    # where the clause that asks names none, those named before it are its options
+    question = "tarnlib 和 Gizmo-Quant 比，哪个不需要校准数据？"
+    names = [c.name.casefold() for c in _reading(assistant, question).candidates]
+    assert names[:2] == ["tarnlib", "gizmo-quant"], names
