@@ -401,7 +401,7 @@ def test_a_package_pip_installs_is_a_library_however_plainly_it_is_written(
     corpus = {
         "setup.md": "# Setup\n\nInstall the two packages.\n\n"
         "```bash\npip install -U tarnlib==0.4 kernels\n```\n",
-        "speed.md": "# Speed\n\nWith tarnlib, 4-bit weights load on NVIDIA GPUs.\n"
+        "speed.md": "# Speed\n\nWith tarnlib, 4-bit weights load on Vulkan.\n"
         "Each kernel is fused; the kernels run on the GPU.\n",
     }
     links = link_corpus(read(corpus), lexicon)

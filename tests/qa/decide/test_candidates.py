@@ -339,9 +339,9 @@ pip install tarnlib gizmo-quant
 
 ## Which to use
 
-With tarnlib, 4-bit weights are quantized on load, without calibration data.
-tarnlib runs on NVIDIA GPUs. Gizmo-Quant requires CUDA and a calibration set, but its 4-bit
-models generate faster than tarnlib's.
+With tarnlib, 4-bit weights are made as the checkpoint is read, from no sample inputs.
+tarnlib runs on Vulkan. Gizmo-Quant requires CUDA and a few hundred sample inputs, but its
+4-bit models answer sooner than tarnlib's.
 """
 
 
@@ -351,7 +351,7 @@ def test_a_package_named_in_lower_case_is_an_option_said_twice_with_its_preposit
     # "tarnlib" is a thing only because the page pip-installs it; "with A or with B" puts the
     # two side by side as "A or B" does
     assistant = _page_assistant(tmp_path_factory, "quokka-shrink-bits.md", TARN_PAGE)
-    question = "Without any calibration data, should I quantize with tarnlib or with Gizmo-Quant?"
+    question = "With no sample inputs at hand, should I shrink it with tarnlib or with Gizmo-Quant?"
     candidates = _reading(assistant, question).candidates
     names = [c.name.casefold() for c in candidates]
     assert names[:2] == ["tarnlib", "gizmo-quant"], names
@@ -361,6 +361,6 @@ def test_a_package_named_in_lower_case_is_an_option_said_twice_with_its_preposit
     names = [c.name.casefold() for c in _reading(assistant, question).candidates]
     assert names[:2] == ["tarnlib", "gizmo-quant"], names
     # where the clause that asks names none, those named before it are its options
-    question = "tarnlib 和 Gizmo-Quant 比，哪个不需要校准数据？"
+    question = "tarnlib 和 Gizmo-Quant 比，哪个不需要样本输入？"
     names = [c.name.casefold() for c in _reading(assistant, question).candidates]
     assert names[:2] == ["tarnlib", "gizmo-quant"], names
