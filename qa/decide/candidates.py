@@ -95,9 +95,6 @@ class Candidate(BaseModel):
         default_factory=list, description="the numbers of the evidence lines that name it"
     )
     proposed: bool = Field(default=False, description="the graph's own answer picked it too")
-    option: bool = Field(
-        default=False, description="the question names it as an alternative to pick between"
-    )
 
     @property
     def key(self) -> str:
@@ -324,11 +321,7 @@ def candidate_names(
         for name in _names_of_unit(unit, quote, labels):
             add(name)
     known = [c.name for c in found.values() if c.entity is not None] + list(options)
-    return [
-        c.model_copy(update={"option": True}) if normalize_name(c.name) in option_keys else c
-        for c in found.values()
-        if not phrased(c, known)
-    ][:limit]
+    return [c for c in found.values() if not phrased(c, known)][:limit]
 
 
 def phrased(candidate: Candidate, known: Sequence[str]) -> bool:

@@ -129,14 +129,6 @@ def test_a_thing_the_graph_knows_and_did_not_pick_gives_way_to_the_graphs_pick(
         reading, Verdict(evidence=[], pick=own, model="m"), assistant.evidence.point, base
     )
     assert chosen.recommendations[0].id == graph_pick.id and chosen.notes == base.notes
-    # one of the alternatives the question offers, where the graph picked none of them: the
-    # reader's pick stands (the graph answered another question)
-    offered = other.model_copy(update={"option": True})
-    rest = [c for c in reading.candidates if c != other]
-    asked = reading.model_copy(update={"candidates": [offered, *rest]})
-    verdict = Verdict(evidence=other.evidence[:1], pick=offered, model="m")
-    made = draft_from_verdict(asked, verdict, assistant.evidence.point, base)
-    assert made.recommendations[0].id == other.key and made.notes == base.notes
 
 
 def test_a_pick_the_graph_knows_whose_evidence_cites_no_edge_of_it_stands_on_its_text(
