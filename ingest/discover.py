@@ -304,14 +304,14 @@ _SHELL_BREAK = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "2>&1"})
 
 def installed_packages(code: str) -> list[str]:
     """The Python packages a code block installs with pip, by their distribution names: a
-    requirement's extras and version pins dropped (`optimum[openvino]`, `aqlm>=1.0.2`); files,
+    requirement's extras and version pins dropped (`gizmo[cuda]`, `tarnlib>=0.3`); files,
     URLs, paths and options' values are no packages; a command ends at a shell operator or a
     comment.
 
-    >>> installed_packages("pip install -U 'optimum[openvino]' aqlm>=1.0.2 -r req.txt ./wheel")
-    ['optimum', 'aqlm']
-    >>> installed_packages("!pip install --upgrade-strategy eager tarnlib && tarn --help")
-    ['tarnlib']
+    >>> installed_packages("pip install -U 'gizmo[cuda]' tarnlib>=0.3 -r req.txt ./wheel")
+    ['gizmo', 'tarnlib']
+    >>> installed_packages("!pip install --upgrade-strategy only-if-needed wren && wren --help")
+    ['wren']
     >>> installed_packages("python -m pip install \\\\\\n    git+https://x.org/a.git gizmo==1.2")
     ['gizmo']
     >>> installed_packages("import pip  # pip install nothing here")
