@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from ingest.patterns import LIST_JOIN
 from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
@@ -317,8 +319,6 @@ def installed_packages(code: str) -> list[str]:
     >>> installed_packages("import pip  # pip install nothing here")
     []
     """
-    from packaging.requirements import InvalidRequirement, Requirement
-
     names: list[str] = []
     for line in re.sub(r"\\\n", " ", code).splitlines():
         m = _INSTALL.match(line)

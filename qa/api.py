@@ -319,7 +319,8 @@ class Assistant:
         # names its own, a list before it is the asker's situation ("Whisper、ViT 这类模型，
         # A 和 B 选哪个？")
         at, until = frame.asking_sentence
-        options = [o.text for o in frame.options if until <= at or at <= o.start < until]
+        asking = at < until  # (0, 0): no clause was found to ask, and the whole question does
+        options = [o.text for o in frame.options if not asking or at <= o.start < until]
         if not options:
             linked = {e.surface: e.id for e in question.entities if e.id in self.graph}
             options = [
