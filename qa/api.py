@@ -50,6 +50,7 @@ from qa.read.frame import (
     asks_reason,
     linked_options,
     named_things,
+    said_options,
     strip_injection,
 )
 from qa.read.understand import QuestionReader
@@ -315,8 +316,9 @@ class Assistant:
         frame = question.frame
         # the alternatives it names in the clause that asks, by their shape, else two things
         # it links to, joined (by the graph's names for them: "剪枝" is Pruning); else those it
-        # names by their shape before it ("A 和 B 比，哪个…?"). Where the clause that asks
-        # names its own, a list before it is the asker's situation ("Whisper、ViT 这类模型，
+        # names by their shape before it ("A 和 B 比，哪个…?"); else the words next to its
+        # joiner that the sources say. Where the clause that
+        # asks names its own, a list before it is the asker's situation ("Whisper、ViT 这类模型，
         # A 和 B 选哪个？")
         at, until = frame.asking_sentence
         asking = at < until  # (0, 0): no clause was found to ask, and the whole question does
@@ -331,6 +333,12 @@ class Assistant:
                     [(surface, frame.text.find(surface, at)) for surface in linked],
                 )
             ] or [o.text for o in frame.options]
+        if not options:
+            # alternatives written as plain words ("structured or unstructured pruning"): the
+            # words next to the joiner that the sources also say
+            options = [
+                o.text for o in said_options(frame.text, frame.asking_sentence, self.evidence.says)
+            ]
         # a document that alone names a thing the question names (its project, an option, a
         # model) is read, its best units added where the ranking found none of it
         named = [d for n, _ in named_things(frame.text) if (d := self.evidence.document_naming(n))]

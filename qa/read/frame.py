@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kg import cues
@@ -29,6 +29,7 @@ __all__ = [
     "named_things",
     "quantity_asked",
     "question_options",
+    "said_options",
     "strip_injection",
 ]
 
@@ -301,6 +302,144 @@ def linked_options(
 
 #: the word a name follows ("with" in "with A", "用" in "用 A")
 _LAST_WORD = re.compile(r"([A-Za-z]+|[\u4e00-\u9fff])\s*$")
+
+#: what stands between two alternatives however they are written ("A 还是 B", "A or B")
+_EITHER = re.compile(
+    rf"(?<![A-Za-z]){cues.alternatives('question.option.either')}(?![A-Za-z])", re.I
+)
+#: a word an alternative may follow that is not part of it ("use A or B", "用 A 还是 B")
+_LEAD = re.compile(rf"^{cues.alternatives('question.option.lead')}(?:\s+|(?=[^\sA-Za-z]))", re.I)
+#: what ends a clause, and what separates the items of a list before the last two ("A、B 还是 C")
+_CLAUSE_END = re.compile(r"[.!?。！？，,；;：:\n]")
+_LIST_SEPARATOR = re.compile(r"\s*、\s*$")
+
+
+def said_options(text: str, asking: tuple[int, int], said: Callable[[str], bool]) -> list[Option]:
+    """The alternatives of "A or B" (`A 还是 B`) however they are written, where neither has a
+    name's shape nor is a thing the sources know ("structured pruning or unstructured pruning"):
+    on each side of the joiner, the longest words next to it that the sources also say
+    (`said`), a word they follow ("use", "用") left out, and the items of a list the first of
+    them ends ("A、B 还是 C"). None where a side has no such words: which words are the
+    alternative is then unknown.
+
+    >>> corpus = "blockwise pruning cuts whole heads; elementwise pruning zeroes weights. 按块剪枝"
+    >>> says = lambda t: len(t.strip()) > 1 and t.casefold() in corpus
+    >>> q = "For a phone, blockwise pruning or elementwise pruning?"
+    >>> [o.text for o in said_options(q, (0, len(q)), says)]
+    ['blockwise pruning', 'elementwise pruning']
+    >>> q = "手机上用按块剪枝还是逐个剪枝？"
+    >>> said_options(q, (0, len(q)), says)
+    []
+
+    A run of Chinese characters has no word boundaries to read: an alternative starts at its
+    clause's start, a space, a change of script or after a word it follows, and ends likewise.
+
+    >>> says = lambda t: len(t.strip()) > 1 and t in "用甲方案，乙方案，丙方案和丁方案"
+    >>> q = "小模型，甲方案、乙方案还是用丙方案？"
+    >>> [(o.text, o.start) for o in said_options(q, (0, len(q)), says)]
+    [('甲方案', 4), ('乙方案', 8), ('丙方案', 14)]
+
+    Words on the two sides that share no word are no alternatives ("还是" as "still"):
+
+    >>> says = lambda t: t in "新卡的加载速度偏慢"
+    >>> q = "换了新卡，加载速度还是偏慢，该用哪种？"
+    >>> said_options(q, (0, len(q)), says)
+    []
+    """
+    start, end = asking
+    found: list[Option] = []
+    for joiner in _EITHER.finditer(text, start, end):
+        left = _clause_start(text, start, joiner.start())
+        right = _clause_end(text, joiner.end(), end)
+        a = _said_span(text, left, joiner.start(), said, before=True)
+        b = _said_span(text, joiner.end(), right, said, before=False)
+        if a is None or b is None:
+            continue
+        listed = [a]
+        while (sep := _LIST_SEPARATOR.search(text, left, listed[0].start)) is not None:
+            item = _said_span(
+                text, _clause_start(text, start, sep.start()), sep.start(), said, before=True
+            )
+            if item is None:
+                break
+            listed.insert(0, item)
+        for option in [*listed, b]:
+            if all(o.text.casefold() != option.text.casefold() for o in found):
+                found.append(option)
+    if len(found) < 2 or not all(_parallel(a.text, b.text) for a, b in itertools.pairwise(found)):
+        return []
+    return found
+
+
+def _parallel(a: str, b: str) -> bool:
+    """Whether two alternatives written as plain words read as one kind of thing told apart by
+    a word: they share their first or their last word (a Chinese character counts as one),
+    as "static batching" and "continuous batching" do. Words next to a joiner that share
+    nothing ("加载速度还是偏慢": still slow) are no alternatives.
+
+    >>> _parallel("static batching", "Continuous Batching"), _parallel("甲方案", "乙方案")
+    (True, True)
+    >>> _parallel("加载速度", "偏慢"), _parallel("tarnlib", "slowly")
+    (False, False)
+    """
+    ta, tb = _TOKEN.findall(a.casefold()), _TOKEN.findall(b.casefold())
+    return bool(ta and tb) and (ta[0] == tb[0] or ta[-1] == tb[-1])
+
+
+#: a Latin word or one Chinese character
+_TOKEN = re.compile(r"[a-z0-9+#]+|[\u4e00-\u9fff]")
+
+
+def _clause_start(text: str, floor: int, at: int) -> int:
+    """Where the clause that holds `at` starts, not before `floor`."""
+    ends = [m.end() for m in _CLAUSE_END.finditer(text, floor, at)]
+    return ends[-1] if ends else floor
+
+
+def _clause_end(text: str, at: int, ceiling: int) -> int:
+    """Where the clause that holds `at` ends, not after `ceiling`."""
+    m = _CLAUSE_END.search(text, at, ceiling)
+    return m.start() if m else ceiling
+
+
+def _said_span(
+    text: str, lo: int, hi: int, said: Callable[[str], bool], *, before: bool
+) -> Option | None:
+    """The longest words of `text[lo:hi]` next to `hi` (`before`) or to `lo` that `said`
+    accepts, cut at word boundaries, a leading word they follow left out."""
+    bounds = [i for i in range(lo, hi + 1) if _boundary(text, i)]
+    spans = (
+        [(i, hi) for i in bounds if i < hi]
+        if before
+        else [(lo, j) for j in reversed(bounds) if j > lo]
+    )
+    for i, j in spans:
+        words = text[i:j].strip()
+        if not words:
+            continue
+        variants = [Option(words, i + text[i:j].index(words))]
+        while (lead := _LEAD.match(variants[-1].text)) and lead.end() < len(variants[-1].text):
+            variants.append(
+                Option(variants[-1].text[lead.end() :], variants[-1].start + lead.end())
+            )
+        # the words without those they follow first: "用 PyTorch" is said too, but not a name
+        said_variant = next((v for v in reversed(variants) if said(v.text)), None)
+        if said_variant is not None:
+            return said_variant
+    return None
+
+
+def _boundary(text: str, i: int) -> bool:
+    """Whether an alternative may start or end at `i`: not inside a run of Latin letters and
+    digits, nor inside a run of Chinese characters, which has no word boundaries to read (a
+    run's own end, a space, a script's change and a lead word are its edges)."""
+    if i <= 0 or i >= len(text):
+        return True
+    return not any(p.match(text[i - 1]) and p.match(text[i]) for p in (_LATIN, _CJK))
+
+
+_LATIN = re.compile(r"[A-Za-z0-9+#]")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 _AFFIX = re.compile(rf"-{cues.alternatives('question.name_affix')}$", re.I)

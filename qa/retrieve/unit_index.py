@@ -303,6 +303,12 @@ class UnitIndex:
             self._naming[key] = sole_document(key, self._folded_documents)
         return self._naming[key]
 
+    def says(self, words: str) -> bool:
+        """Whether some unit's text says `words` (normalised: case, spaces and dashes aside),
+        two characters or more of them."""
+        key = normalize_name(words)
+        return len(key) > 1 and key in self._corpus_norm
+
     def _main_subject(self, frame: QuestionFrame, named: set[str]) -> str | None:
         """What a question is about: the first thing it names that one uses (a tool over a
         technique: "Foo 的 LoRA 训练" is about Foo)."""

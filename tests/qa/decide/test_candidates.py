@@ -362,3 +362,31 @@ def test_a_package_named_in_lower_case_is_an_option_said_twice_with_its_preposit
     question = "tarnlib 和 Gizmo-Quant 比，哪个不需要样本输入？"
     names = [c.name.casefold() for c in _reading(assistant, question).candidates]
     assert names[:2] == ["tarnlib", "gizmo-quant"], names
+
+
+SHARDING_PAGE = """# Splitting the lookup table of a Quokka ranker
+
+## Two ways to split it
+
+Row-wise sharding gives each card a slice of the vocabulary; every card looks up every input.
+Column-wise sharding gives each card a slice of every vector, which suits tables whose vectors
+are very wide, as a ranker's feature tables are.
+
+## 两种切法
+
+按词表切分时，每张卡只存一部分词表。按向量切分时，每张卡存每个向量的一段，特征维度很大的表更适合这种切法。
+"""
+
+
+def test_alternatives_written_as_plain_words_are_options_where_the_page_says_them(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # neither alternative has a name's shape or is a thing the graph knows: the words next to
+    # the joiner that the page also says are the options, and come first
+    assistant = _page_assistant(tmp_path_factory, "quokka-ranker-tables.md", SHARDING_PAGE)
+    question = "My ranker's feature vectors are huge: row-wise sharding or column-wise sharding?"
+    names = [c.name.casefold() for c in _reading(assistant, question).candidates]
+    assert names[:2] == ["row-wise sharding", "column-wise sharding"], names
+    question = "特征维度很大，选按词表切分还是按向量切分？"
+    names = [c.name for c in _reading(assistant, question).candidates]
+    assert names[:2] == ["按词表切分", "按向量切分"], names
