@@ -317,9 +317,8 @@ class Assistant:
         # the alternatives it names in the clause that asks, by their shape, else two things
         # it links to, joined (by the graph's names for them: "剪枝" is Pruning); else those it
         # names by their shape before it ("A 和 B 比，哪个…?"); else the words next to its
-        # joiner that the sources say. Where the clause that
-        # asks names its own, a list before it is the asker's situation ("Whisper、ViT 这类模型，
-        # A 和 B 选哪个？")
+        # joiner that the sources say. Where the clause that asks names its own, a list before
+        # it is the asker's situation ("Whisper、ViT 这类模型，A 和 B 选哪个？")
         at, until = frame.asking_sentence
         asking = at < until  # (0, 0): no clause was found to ask, and the whole question does
         options = [o.text for o in frame.options if not asking or at <= o.start < until]
@@ -333,9 +332,7 @@ class Assistant:
                     [(surface, frame.text.find(surface, at)) for surface in linked],
                 )
             ] or [o.text for o in frame.options]
-        if not options:
-            # alternatives written as plain words ("structured or unstructured pruning"): the
-            # words next to the joiner that the sources also say
+        if not options:  # alternatives written as plain words ("静态批处理还是动态批处理")
             options = [
                 o.text for o in said_options(frame.text, frame.asking_sentence, self.evidence.says)
             ]
