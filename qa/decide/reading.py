@@ -84,24 +84,21 @@ def select_evidence(
 
 
 def lead_ins(units: Sequence[EvidenceUnit]) -> set[str]:
-    """The ids of the units that lead in a list an item of which is among `units`: a list item
-    after them in their document whose lead-in (`context`) starts with their text. A code
-    block's lead-in is not one: it says in words what the block does ("Set `X` as needed:").
+    """The ids of the units that lead in a list an item of which is among `units`: an item
+    after them in their document whose lead-in (`context`) starts with their text.
 
     >>> lead = EvidenceUnit(id="d#0-20", doc="d", start=0, end=20, kind="sentence",
     ...     text="Two modes are offered:")
     >>> item = EvidenceUnit(id="d#21-40", doc="d", start=21, end=40, kind="item",
     ...     text="Split: one card per part.", context="Two modes are offered:")
-    >>> block = item.model_copy(update={"kind": "code", "text": "split --cards 2"})
-    >>> lead_ins([lead, item]), lead_ins([lead]), lead_ins([lead, block])
-    ({'d#0-20'}, set(), set())
+    >>> lead_ins([lead, item]), lead_ins([lead])
+    ({'d#0-20'}, set())
     """
     found: set[str] = set()
     for unit in units:
         key = normalize_name(unit.text)
         if key and any(
             other.doc == unit.doc
-            and other.kind == UnitKind.ITEM
             and other.start >= unit.end
             and normalize_name(other.context).startswith(key)
             for other in units
@@ -188,8 +185,6 @@ class Reading(BaseModel):
         while leads := lead_ins(evidence) - skipped:
             skipped |= leads
             evidence = select_evidence(ranked, limit, first_docs=first_docs, skip=skipped)
-        # the names a lead-in gives are still candidates: its items, read under it, name them
-        led = [r.unit for r in ranked if r.unit.id in skipped]
         read = {id(u) for u in evidence}
         after = select_evidence(ranked, limit + further, first_docs=first_docs)
         candidates: list[Candidate] = []
@@ -200,7 +195,7 @@ class Reading(BaseModel):
             ]
             found = candidate_names(
                 graph,
-                [*evidence, *led],
+                evidence,
                 documents,
                 question=question,
                 options=options,
