@@ -21,19 +21,17 @@ from qa.decide.candidates import Candidate, candidate_names, number_evidence
 from qa.retrieve.units import RankedUnit
 from qa.schema import AnswerDraft, Language
 
-__all__ = ["Reading", "lead_ins", "rank_candidates", "select_evidence"]
+__all__ = ["Reading", "rank_candidates", "select_evidence"]
 
 
 def select_evidence(
     ranked: Sequence[RankedUnit],
     limit: int = 8,
     first_docs: Sequence[str] = (),
-    skip: Container[str] = (),
 ) -> list[EvidenceUnit]:
     """The best `limit` units that say something, best first: no headings, no text twice. The
     best unit of each of `first_docs` (the documents of the things a question names) is taken
-    whatever its rank, so that a question about two projects reads both. Units whose ids are
-    in `skip` are not taken.
+    whatever its rank, so that a question about two projects reads both.
 
     No cap per document: measured on the three public sets, three units at most from one
     document left out required facts that the next-ranked units of the same document hold (of
@@ -57,9 +55,7 @@ def select_evidence(
 
     def usable(unit: EvidenceUnit) -> bool:
         key = normalize_name(unit.text)
-        return (
-            unit.kind != UnitKind.HEADING and bool(key) and key not in texts and unit.id not in skip
-        )
+        return unit.kind != UnitKind.HEADING and bool(key) and key not in texts
 
     def take(unit: EvidenceUnit) -> None:
         chosen.append(unit)
@@ -81,30 +77,6 @@ def select_evidence(
             take(unit)
     rank = {r.unit.id: i for i, r in enumerate(ranked)}
     return sorted(chosen, key=lambda u: rank.get(u.id, len(rank)))
-
-
-def lead_ins(units: Sequence[EvidenceUnit]) -> set[str]:
-    """The ids of the units that lead in a list an item of which is among `units`: an item
-    after them in their document whose lead-in (`context`) starts with their text.
-
-    >>> lead = EvidenceUnit(id="d#0-20", doc="d", start=0, end=20, kind="sentence",
-    ...     text="Two modes are offered:")
-    >>> item = EvidenceUnit(id="d#21-40", doc="d", start=21, end=40, kind="item",
-    ...     text="Split: one card per part.", context="Two modes are offered:")
-    >>> lead_ins([lead, item]), lead_ins([lead])
-    ({'d#0-20'}, set())
-    """
-    found: set[str] = set()
-    for unit in units:
-        key = normalize_name(unit.text)
-        if key and any(
-            other.doc == unit.doc
-            and other.start >= unit.end
-            and normalize_name(other.context).startswith(key)
-            for other in units
-        ):
-            found.add(unit.id)
-    return found
 
 
 def rank_candidates(candidates: Sequence[Candidate], first: Container[str]) -> list[Candidate]:
@@ -179,12 +151,6 @@ class Reading(BaseModel):
         (a question set in an inference engine may ask for a parallelism), and leaving out the
         other kinds measured no better (README)."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
-        # a list's lead-in is read with each of its items ("…有以下几种：" before "A：…"); alone
-        # it names none of them, and the line that answers is an item
-        skipped: set[str] = set()
-        while leads := lead_ins(evidence) - skipped:
-            skipped |= leads
-            evidence = select_evidence(ranked, limit, first_docs=first_docs, skip=skipped)
         read = {id(u) for u in evidence}
         after = select_evidence(ranked, limit + further, first_docs=first_docs)
         candidates: list[Candidate] = []

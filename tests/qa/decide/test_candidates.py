@@ -390,27 +390,3 @@ def test_alternatives_written_as_plain_words_are_options_where_the_page_says_the
     question = "特征维度很大，选按词表切分还是按向量切分？"
     names = [c.name for c in _reading(assistant, question).candidates]
     assert names[:2] == ["按词表切分", "按向量切分"], names
-
-
-MODES_PAGE = """# Serving a Quokka ranker
-
-## Serving modes
-
-The Quokka server offers three serving modes for a ranker:
-
-- Pooled mode: every request waits for a pool of replicas; it suits rankers without state.
-- Pinned mode: each session keeps its replica, which a ranker that remembers a session needs.
-- Mirrored mode: two replicas answer each request, for failover.
-"""
-
-
-def test_a_list_lead_in_is_read_with_its_items_not_as_a_line_of_its_own(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    # the lead-in names none of the modes; its items, each read under it, do
-    assistant = _page_assistant(tmp_path_factory, "quokka-serving-modes.md", MODES_PAGE)
-    reading = _reading(assistant, "Which serving mode of the Quokka server suits a ranker?")
-    texts = [u.text for u in reading.evidence]
-    assert not any(t.startswith("The Quokka server offers") for t in texts), texts
-    assert texts[0].startswith(("Pooled mode", "Pinned mode", "Mirrored mode")), texts
-    assert reading.evidence[0].context.startswith("The Quokka server offers"), reading.evidence[0]
