@@ -309,7 +309,7 @@ _EITHER = re.compile(
 )
 #: a word an alternative may follow that is not part of it ("use A or B", "用 A 还是 B")
 _LEAD = re.compile(rf"^{cues.alternatives('question.option.lead')}(?:\s+|(?=[^\sA-Za-z]))", re.I)
-#: what ends a clause, and what separates the items of a list before the last two ("A、B 还是 C")
+#: a clause's end; the separator of a list's items before its last two ("A、B 还是 C")
 _CLAUSE_END = re.compile(r"[.!?。！？，,；;：:\n]")
 _LIST_SEPARATOR = re.compile(r"\s*、\s*$")
 
