@@ -48,6 +48,7 @@ from qa.decide.reading import Reading
 from qa.read.frame import (
     asks_amount,
     asks_reason,
+    asks_setting,
     linked_options,
     named_things,
     said_options,
@@ -363,6 +364,7 @@ class Assistant:
             ),
             ranked=ranked,
             figure=figure,
+            setting=asks_setting(frame.text),
             graph=self.graph,
             documents=self.documents,
             options=options,

@@ -221,6 +221,10 @@ def _names_of_unit(
     yield from glossed_names(unit.text)
 
 
+#: a setting given a quoted value (`HSA_OVERRIDE="10.3.0"`, `backend='gloo'`)
+_ASSIGNED = re.compile(r"""([A-Za-z_][\w.\-]*)\s*=\s*(?:"[^"]*"|'[^']*')""")
+
+
 def candidate_names(
     graph: KnowledgeGraph,
     units: Sequence[EvidenceUnit],
@@ -258,6 +262,8 @@ def candidate_names(
 
     def add(name: str, entity: str | None = None) -> None:
         for part in split_alias(name) if entity is None else [name]:
+            if assigned := _ASSIGNED.fullmatch(part.strip()):
+                part = assigned.group(1)  # `KEY="value"` sets the setting KEY
             part = part.strip().strip("：:，,。.;；\"'“”‘’")
             if re.search(r'["\\\x00-\x1f]', part):
                 continue  # quotes and escapes inside a name: a string literal, not a name

@@ -15,7 +15,7 @@ from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from qa.decide.candidates import Candidate
 from qa.decide.reading import Reading
-from qa.read.shapes import text_width
+from qa.read.shapes import names_setting, text_width
 from qa.schema import Language
 
 __all__ = [
@@ -232,7 +232,8 @@ def line_names_messages(
 def line_choices(reading: Reading) -> list[int]:
     """The numbers of the lines the line reader may give: the first `LINE_CHOICES` retrieval
     ranks; for a question a figure answers (`Reading.figure`), of those the ones that state a
-    figure, where any does (a line with no number in it does not say how much).
+    figure, where any does (a line with no number in it does not say how much); for one that
+    asks which setting (`Reading.setting`), likewise the ones that write a setting down.
 
     >>> def unit(text):
     ...     return EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind="sentence", text=text)
@@ -242,11 +243,18 @@ def line_choices(reading: Reading) -> list[int]:
     ([1, 2], [2])
     >>> line_choices(r.model_copy(update={"figure": True, "evidence": lines[:1]}))
     [1]
+    >>> line_choices(r.model_copy(update={"setting": True, "evidence": lines[1:]}))
+    [1, 2]
+    >>> line_choices(r.model_copy(update={"setting": True, "evidence": lines[1::-1]}))
+    [2]
     """
     choices = list(range(1, min(len(reading.evidence), LINE_CHOICES) + 1))
-    if not reading.figure:
+    if reading.figure:
+        stated = [n for n in choices if _FIGURE.search(reading.evidence[n - 1].text)]
+    elif reading.setting:
+        stated = [n for n in choices if names_setting(reading.evidence[n - 1].text)]
+    else:
         return choices
-    stated = [n for n in choices if _FIGURE.search(reading.evidence[n - 1].text)]
     return stated or choices
 
 

@@ -32,6 +32,7 @@ from qa.decide.prompts import (
     reader_schema,
 )
 from qa.decide.reading import Reading
+from qa.read.shapes import names_setting
 from qa.schema import AnswerDraft, DraftPoint, DraftRecommendation
 
 if TYPE_CHECKING:
@@ -135,16 +136,17 @@ class Reader:
 
     def _read_line(self, reading: Reading) -> Verdict:
         """The line reader: which numbered line answers the question, one of the first
-        `LINE_CHOICES` retrieval ranks (all are shown, the candidates are not; of a question
-        that asks how much, one that states a figure where one does: `line_choices`), then
-        which of the names that line's text gives is the answer, asked as a second turn of the
-        same chat (its prompt extends the first's, which a server keeps cached). A line that
-        gives one name has its answer without the second turn, and so has a line that names the
-        graph's first pick (★) among others: the line the reader found and the graph's
-        verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a condition
-        too, which a small model takes for the answer when asked). A line whose text names
-        nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph picked
-        nothing, to the section titles it is under (`_named_in_line`)."""
+        `LINE_CHOICES` retrieval ranks (all are shown, the candidates are not; of a question that
+        asks how much, one that states a figure where one does, and likewise a setting of one that
+        asks which setting: `line_choices`), then which of the names that line's text gives is the
+        answer (of one that asks which setting, the settings it names, where it names any), asked as
+        a second turn of the same chat (its prompt extends the first's, which a server keeps
+        cached). A line that gives one name has its answer without the second turn, and so has a
+        line that names the graph's first pick (★) among others: the line the reader found and the
+        graph's verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a
+        condition too, which a small model takes for the answer when asked). A line whose text
+        names nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph
+        picked nothing, to the section titles it is under (`_named_in_line`)."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
@@ -158,6 +160,10 @@ class Reader:
             raise LLMBadResponse(f"the reader's answer is no line of the evidence: {line!r}")
         requests = [first]
         said, under = _named_in_line(reading, line) if reading.choose else ([], [])
+        if reading.setting:
+            # a question that asks which flag or variable is answered by a setting the line
+            # writes down, where it writes one, not by the tool or hardware it names
+            said = [c for c in said if names_setting(c.name)] or said
         named = said or ([] if proposed else under)
         # the line names the graph's first pick among others: the reader's evidence and the
         # graph's verified paths agree on it, and it stands without a second turn; where the

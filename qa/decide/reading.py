@@ -108,6 +108,12 @@ class Reading(BaseModel):
         description="whether a figure answers the question (it asks how much or how many): "
         "the line the reader gives is one that states a figure, where one it may give does",
     )
+    setting: bool = Field(
+        default=False,
+        description="whether the question asks which setting (a flag, an environment variable, "
+        "a parameter): the line the reader gives is one that writes a setting down, and the "
+        "pick a setting it names, where any does",
+    )
     further: list[EvidenceUnit] = Field(
         default_factory=list,
         description="not shown to the reader: the units retrieval ranked next, best first, "
@@ -129,6 +135,7 @@ class Reading(BaseModel):
         choose: bool,
         ranked: Sequence[RankedUnit],
         figure: bool = False,
+        setting: bool = False,
         graph: KnowledgeGraph,
         documents: dict[str, str],
         options: Sequence[str] = (),
@@ -142,14 +149,14 @@ class Reading(BaseModel):
         window: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names, `named` the entities it links to; `figure`: a figure answers it (it
-        asks how much or how many); `first_docs` the documents whose best unit it must read
-        (those of the things it names); the graph's draft (when given) lends
-        its picks as candidates; `window` gives the units next to a unit in its section
+        question names, `named` the entities it links to; `figure`: a figure answers it (it asks how
+        much or how many); `setting`: it asks which setting; `first_docs` the documents whose best
+        unit it must read (those of the things it names); the graph's draft (when given) lends its
+        picks as candidates; `window` gives the units next to a unit in its section
         (`UnitIndex.section_window`). Candidates of every kind are the reader's to weigh: a
-        question's words for a kind of thing say what it is about as often as what it asks for
-        (a question set in an inference engine may ask for a parallelism), and leaving out the
-        other kinds measured no better (README)."""
+        question's words for a kind of thing say what it is about as often as what it asks for (a
+        question set in an inference engine may ask for a parallelism), and leaving out the other
+        kinds measured no better (README)."""
         evidence = select_evidence(ranked, limit, first_docs=first_docs)
         read = {id(u) for u in evidence}
         after = select_evidence(ranked, limit + further, first_docs=first_docs)
@@ -186,6 +193,7 @@ class Reading(BaseModel):
             evidence=evidence,
             candidates=candidates,
             figure=figure,
+            setting=setting,
             further=[u for u in after if id(u) not in read],
             around=_around(evidence, window),
         )

@@ -15,6 +15,7 @@ __all__ = [
     "SECTION_NUMBER",
     "answer_hints",
     "asked_relations",
+    "names_setting",
     "question_parts",
     "second_part",
     "text_width",
@@ -155,6 +156,20 @@ _SETTING = re.compile(
     r"(?<![\w-])--?[a-z][\w-]+|\b[a-z]+(?:_[a-z0-9]+)+\b|\b\w+\s*[:=]\s*(?:true|false|\d+)\b",
     re.I,
 )
+
+
+def names_setting(text: str) -> bool:
+    """Whether a text writes a setting down (`_SETTING`): a flag, a `snake_case` or
+    `UPPER_CASE` name, a `key=value`.
+
+    >>> names_setting("set OLLAMA_HOST to 0.0.0.0"), names_setting("-q/--quantize")
+    (True, True)
+    >>> names_setting("Modelfile"), names_setting("a 4-bit model")
+    (False, False)
+    """
+    return _SETTING.search(text) is not None
+
+
 _ON_PLATFORM = cues.pattern("question.on_platform")
 _RESTRICTION = cues.pattern("value.restriction")
 _ASKS_VALUE = cues.pattern("question.asks_value")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from grounding import Edges, assert_grounded
 from store_fixture import (  # fixtures
+    article_store,
     assistant,  # noqa: F401
     corpus_edges,  # noqa: F401
     corpus_store,  # noqa: F401
@@ -683,3 +684,50 @@ def test_a_units_window_is_its_section_nearest_first(assistant: Assistant) -> No
         assert steps == sorted(steps, key=lambda s: (abs(s), s < 0))
         checked += len(window)
     assert checked > len(units)
+
+
+# -- a question that asks which setting -----------------------------------------------------------
+DEVICES_PAGE = """# Running Quokka on a shared box
+
+## Picking the cards
+
+Quokka uses every GPU it finds when its server starts, and Quokka runs fastest on an RTX card.
+To keep Quokka on two of four cards under Docker, start it with `QUOKKA_DEVICES="0,1"` set.
+
+## Logs
+
+Quokka writes its logs to the directory its server was started in.
+"""
+
+
+class _FirstChoice(_Lines):
+    """The line reader's chat model that gives the first line the grammar allows, then the
+    first name the second turn offers."""
+
+    def chat(self, messages, *, schema=None, schema_name="answer", max_tokens=None):  # type: ignore[no-untyped-def]
+        from qa.llm.client import ChatResult
+
+        self.sent.append((list(messages), schema))
+        answer = schema["enum"][0]
+        content = json.dumps(answer, ensure_ascii=False)
+        return ChatResult(content=content, model="lines", prompt_tokens=100, completion_tokens=2)
+
+
+def test_a_question_that_asks_which_setting_is_answered_by_a_setting_a_line_writes_down(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    store = article_store(tmp_path_factory, {"quokka-shared-box.md": DEVICES_PAGE})
+    shared_box = Assistant.open(store, dense=False, llm="none")
+    question = "I want Quokka on only two of my four GPUs: which environment variable do I set?"
+    reading = _reading(shared_box, question)
+    assert reading.setting and reading.choose
+    # the setting a quoted assignment sets is a candidate, by its name
+    assert "QUOKKA_DEVICES" in [c.name for c in reading.candidates], reading.candidates
+    lines = [u.text for u in reading.evidence]
+    at = next(n for n, text in enumerate(lines, 1) if "QUOKKA_DEVICES" in text)
+    assert at <= LINE_CHOICES, lines  # the page is short: retrieval ranks it among the first
+    # only the lines that write a setting down may be given, and of its names the setting
+    chat = _FirstChoice(line=0)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert chat.sent[0][1]["enum"] == [at], chat.sent[0][1]
+    assert verdict.pick is not None and verdict.pick.name == "QUOKKA_DEVICES", verdict
