@@ -718,7 +718,7 @@ def test_a_question_that_asks_which_setting_is_answered_by_a_setting_a_line_writ
 ) -> None:
     store = article_store(tmp_path_factory, {"quokka-shared-box.md": DEVICES_PAGE})
     shared_box = Assistant.open(store, dense=False, llm="none")
-    question = "I want Quokka on only two of my four GPUs: which environment variable do I set?"
+    question = "I want Quokka on only two of my four GPUs: which variable do I set?"
     reading = _reading(shared_box, question)
     assert reading.setting and reading.choose
     # the setting a quoted assignment sets is a candidate, by its name
