@@ -70,9 +70,7 @@ class Answerability(UnitIndex):
         if eid in self.graph:
             entity = self.graph.entity(eid)
             names += [entity.name, *entity.aliases]
-        if any(
-            len(normalize_name(n)) >= 2 and normalize_name(n) in self._corpus_norm for n in names
-        ):
+        if any(self.says(n) for n in names):
             return True
         spread = [p for p in map(_spread_name, names) if p is not None]
         return bool(spread) and any(
