@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 __all__ = ["CleanText", "clean_inline", "code_fence", "emphasized", "is_decorative", "strip_markup"]
 
+#: Chinese characters and punctuation, full-width forms
+_CJK = r"\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
 # One alternation, tried left to right at each position: the first group that matches decides.
 _TOKEN = re.compile(
     r"(?P<comment><!--.*?(?:-->|\Z))"
@@ -39,6 +41,7 @@ _TOKEN = re.compile(
     r"|(?P<tag></?[A-Za-z][A-Za-z0-9-]{0,20}(?:\s+[^<>]{0,2000})?/?>)"
     r"|(?P<anchor>\{#[\w\-.:]{1,100}\})"
     r"|(?P<entity>&(?:[A-Za-z]{2,10}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});)"
+    rf"|(?P<nullspace>(?<=[{_CJK}`])\\ |\\ (?=[{_CJK}`]))"
     r"|(?P<escape>\\[\\`*_{}\[\]()#+\-.!|~<>])"
     r"|(?P<rstlink>`(?P<rtext>[^`<\n]{1,500}?)\s*<[^`<>\n]{1,1000}>`__?)"
     r"|(?P<codespan>(?P<ticks>`+)(?P<ctext>.+?)(?P=ticks))"
@@ -198,7 +201,8 @@ def _clean_into(out: _Builder, source: str, start: int, end: int) -> None:
         elif kind == "emph" or kind == "code":
             continue
         # comment, quote, alert, a cross-reference's target (`:numref:`fig_gpu``), shortcode,
-        # image, refimage, footnote, autolink, url, anchor: dropped
+        # image, refimage, footnote, autolink, url, anchor, and reStructuredText's escaped
+        # space ("用\ ``x``\ 训练": it joins inline markup to the Chinese around it): dropped
     out.add(source[pos:end], pos)
 
 
@@ -217,6 +221,8 @@ def clean_inline(source: str, start: int = 0, end: int | None = None) -> CleanTe
     'Install Open MPI first.'
     >>> clean_inline("As :numref:`fig_gpu` shows, :class:`Ring` is fast.").text
     'As shows, Ring is fast.'
+    >>> clean_inline("使用\\\\ ``paddle.amp.GradScaler``\\\\ 缩放 loss").text
+    '使用paddle.amp.GradScaler缩放 loss'
     """
     stop = len(source) if end is None else end
     out = _Builder(source)

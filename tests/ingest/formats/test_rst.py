@@ -221,3 +221,18 @@ def test_a_page_with_a_very_long_line_is_read() -> None:
     _check(doc, blocks)
     assert [b.kind for b in blocks] == [BlockKind.HEADING, BlockKind.PROSE, BlockKind.LIST]
     assert blocks[1].text == long_line.strip()
+
+
+def test_escaped_spaces_between_chinese_and_inline_markup_are_not_text() -> None:
+    """Chinese has no spaces to end inline markup on; a writer escapes one (`用\\ ``x``\\ 跑`),
+    which docutils drops and a reader never sees."""
+    text = (
+        "安装\n====\n\n先用\\ ``brindle.load``\\ 读入权重，"
+        "再用\\ **Brindle**\\ 推理，``a``,\\ ``b``。\n"
+    )
+    doc = Document.from_text("zh.rst", text, media_type=RST)
+    blocks = parse_rst(doc)
+    _check(doc, blocks)
+    (sentence,) = [u for u in document_units(doc, blocks) if u.kind == UnitKind.SENTENCE]
+    assert sentence.text == "先用brindle.load读入权重，再用Brindle推理，a,b。"
+    assert doc.text[sentence.start : sentence.end].startswith("先用\\ ``brindle.load``")
