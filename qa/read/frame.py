@@ -185,7 +185,8 @@ class Option:
 
 
 _TAIL = r"(?:\s(?:[A-Z\d][\w.+\-]*|Ti|Pro|Max|v\d[\w.]*))*"
-_WORD = r"[A-Za-z][\w.+\-]*" + _TAIL
+#: a word-like name; it may begin with a number where letters follow ("3D", "8bit", "1F1B")
+_WORD = r"(?:[A-Za-z]|\d+[A-Za-z])[\w.+\-]*" + _TAIL
 _NAME = r"(?<![\w.\-])(?:[A-Z\d][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)" + _TAIL
 #: an alternative written as code: a code span, a call (`.cuda()`, `model.to(device)`) or a flag
 _CODE = (
@@ -231,6 +232,10 @@ def question_options(text: str) -> list[Option]:
     ['Gorse', 'tinyrun']
     >>> [o.text for o in question_options("安装包分 lite 和 full 两个版本，选哪一个？")]
     ['lite', 'full']
+    >>> [o.text for o in question_options("权重量化选 4bit 还是 8bit？")]
+    ['4bit', '8bit']
+    >>> [o.text for o in question_options("权重用 3bit、4bit 还是 8bit 存？")]
+    ['3bit', '4bit', '8bit']
     >>> [o.text for o in question_options("How does Wisp compare with plain Torchy on CPUs?")]
     ['Wisp', 'Torchy']
     >>> [o.text for o in question_options("模型用 .half() 还是 .to(dtype) 转半精度？")]
@@ -246,8 +251,39 @@ def question_options(text: str) -> list[Option]:
         if a.lower() in {"a", "an", "the", "and", "or"} or b.lower() in {"a", "an", "the"}:
             continue
         # a code span's backticks are markup, not part of the name
-        return [Option(o.strip("`"), m.start(g) + (o[0] == "`")) for o, g in ((a, "a"), (b, "b"))]
+        found = [Option(o.strip("`"), m.start(g) + (o[0] == "`")) for o, g in ((a, "a"), (b, "b"))]
+        listed = _listed_before(text, found[0].start) + found + _listed_after(text, m.end("b"))
+        unique: dict[str, Option] = {}
+        for option in listed:
+            unique.setdefault(option.text.lower(), option)
+        return list(unique.values())
     return []
+
+
+#: an alternative listed before the two a question joins: "A、" of "A、B 还是 C"
+_LISTED_BEFORE = re.compile(rf"(?<![A-Za-z\d])(?P<c>{_WORD})\s*、\s*$")
+#: an alternative listed after them: "、C" or " 还是 C" of "A、B 还是 C"
+_LISTED_AFTER = re.compile(
+    rf"\s*(?:{cues.alternatives('question.option.joined')})\s*(?P<c>{_WORD})(?![\w.+\-])"
+)
+
+
+def _listed_before(text: str, start: int) -> list[Option]:
+    """The alternatives a Chinese list gives before the one at `start` ("A、" of "A、B 还是 C")."""
+    listed: list[Option] = []
+    while (m := _LISTED_BEFORE.search(text, 0, start)) is not None:
+        listed.insert(0, Option(m.group("c").strip(), m.start("c")))
+        start = m.start("c")
+    return listed
+
+
+def _listed_after(text: str, end: int) -> list[Option]:
+    """The alternatives listed after the one that ends at `end` ("还是 C" of "A、B 还是 C")."""
+    listed: list[Option] = []
+    while (m := _LISTED_AFTER.match(text, end)) is not None:
+        listed.append(Option(m.group("c").strip(), m.start("c")))
+        end = m.end()
+    return listed
 
 
 #: what stands between two alternatives named one after the other: "A 还是 B", "A or B"
