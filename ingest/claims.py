@@ -54,8 +54,9 @@ _LISTED_AFTER = re.compile(
 _NEGATED_BEFORE = re.compile(cues.alternatives("document.negated_before"))
 _NEGATED_AFTER = re.compile(
     rf"\s*{cues.alternatives('document.copula_after')}?\s*"
-    rf"(?:{cues.alternatives('document.negated_after')}|❌)"
+    rf"({cues.alternatives('document.negated_after')}|❌)"
 )
+_CJK_NEGATOR = re.compile(r"[\u4e00-\u9fff]")
 _NEGATED_COPULA = re.compile(rf"\s*{cues.alternatives('document.negated_copula')}\b")
 _REQUIRED_AFTER = re.compile(r"[\s\d.+]*" + cues.alternatives("document.required_after"))
 _WITHOUT = re.compile(rf"{cues.alternatives('document.without')}\s*$", re.I)
@@ -111,6 +112,25 @@ def listed_together(text: str, one: Mention, other: Mention, mentions: list[Ment
     return _LIST_GAP.fullmatch(gap) is not None and _LIST_MARK.search(bare) is not None
 
 
+def _negates(text: str) -> bool:
+    """Whether a negation cue that starts `text` negates: a Chinese one must be a word of its
+    own, an adverb or verb (不, 不能), as jieba's part-of-speech tagger reads it; a word it only
+    begins (不同 "unlike", 不错 "good", 不仅 "not only") negates nothing.
+
+    >>> _negates("不兼容老驱动"), _negates("不能装"), _negates("不同，Egret 更快")
+    (True, True, False)
+    >>> _negates("not supported")
+    True
+    """
+    if not text or _CJK_NEGATOR.match(text) is None:
+        return True
+    import jieba.posseg  # Chinese text only: its tagger loads jieba's dictionary once
+
+    jieba.setLogLevel(60)  # silence "Building prefix dict..." on stderr
+    word = next(iter(jieba.posseg.cut(text[:12], HMM=False)), None)
+    return word is not None and word.flag.startswith(("d", "v"))
+
+
 def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationType:
     """How a unit's subject relates to a thing the unit names at `text[at:end]`.
 
@@ -125,6 +145,10 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     <RelationType.RUNS_ON: 'RUNS_ON'>
     >>> claim_relation("a drop-in replacement for PyTorch", 26, 33, NodeType.FRAMEWORK)
     <RelationType.ALTERNATIVE_TO: 'ALTERNATIVE_TO'>
+    >>> claim_relation("Egret 在 Heron 不能装的机器上", 8, 13, NodeType.FRAMEWORK)
+    <RelationType.NOT_SUPPORTED: 'NOT_SUPPORTED'>
+    >>> claim_relation("与 Heron 不同，Egret 只在 CPU 上运行", 2, 7, NodeType.FRAMEWORK)
+    <RelationType.USED_WITH: 'USED_WITH'>
     """
     clause_start = max(
         (m.start() for m in _CLAUSE_START.finditer(text[:at])),
@@ -134,10 +158,12 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     # what follows the name in its clause, through a list of names ("Linux and Windows are not")
     after = re.split(r"[.;。；,，](?:\s|$)", text[end : end + 80], maxsplit=1)[0]
     after_verb = _LISTED_AFTER.sub("", after)
+    negated_before = _NEGATED_BEFORE.search(before[-20:])
+    negated_after = _NEGATED_AFTER.match(after_verb)
     if (
         _NEGATION.search(before[-60:])
-        or _NEGATED_BEFORE.search(before[-20:])
-        or _NEGATED_AFTER.match(after_verb)
+        or (negated_before is not None and _negates(negated_before.group(0)))
+        or (negated_after is not None and _negates(after_verb[negated_after.start(1) :]))
         or _NEGATED_COPULA.match(after)
     ):
         return RelationType.NOT_SUPPORTED
