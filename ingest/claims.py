@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.patterns import LIST_JOIN
+from ingest.patterns import CJK, LIST_JOIN
 from kg import cues
 from kg.lexicon import Mention
 from kg.schema import (
@@ -56,7 +56,6 @@ _NEGATED_AFTER = re.compile(
     rf"\s*{cues.alternatives('document.copula_after')}?\s*"
     rf"({cues.alternatives('document.negated_after')}|❌)"
 )
-_CJK_NEGATOR = re.compile(r"[\u4e00-\u9fff]")
 _NEGATED_COPULA = re.compile(rf"\s*{cues.alternatives('document.negated_copula')}\b")
 _REQUIRED_AFTER = re.compile(r"[\s\d.+]*" + cues.alternatives("document.required_after"))
 _WITHOUT = re.compile(rf"{cues.alternatives('document.without')}\s*$", re.I)
@@ -122,7 +121,7 @@ def _negates(text: str) -> bool:
     >>> _negates("not supported")
     True
     """
-    if not text or _CJK_NEGATOR.match(text) is None:
+    if not text or CJK.match(text) is None:
         return True
     import jieba.posseg  # Chinese text only: its tagger loads jieba's dictionary once
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from ingest.patterns import LIST_JOIN
+from ingest.patterns import CJK, LIST_JOIN
 from kg import cues
 from kg.documents import Document, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon, surface_pattern
@@ -82,7 +82,6 @@ _PLACEHOLDER = re.compile(
 #: a community channel or contact link ("YouTube", "GitHub Issues", "QQ群"): no entity
 CHANNEL = re.compile(rf"^{cues.alternatives('names.channel')}$", re.I)
 _SENTENCE_PUNCT = re.compile(r"[,;!?，。；！？、]|[.:](?=\s)|\s[-–—]\s")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_TOKEN = re.compile(r"[A-Za-z][\w.+\-]*")
 #: A token shaped like a name: inner capitals, letters with digits, or a dotted identifier.
 NAME_TOKEN = re.compile(
@@ -163,7 +162,7 @@ def looks_like_entity(name: str) -> bool:
     if _PLACEHOLDER.match(name):
         return False
     words = name.split()
-    if _CJK.search(name):
+    if CJK.search(name):
         return len(re.sub(r"\s", "", name)) <= 16 and len(words) <= 3
     return len(words) <= 5 and not (len(words) == 1 and name.lower() in README_WORDS)
 
@@ -195,7 +194,7 @@ def _chinese(text: str) -> bool:
     """Whether a description is written in Chinese (more Han characters than a third of its
     Latin letters): its head noun comes last, as `type_from_description` reads it."""
     clause = _FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0]
-    return len(_CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
+    return len(CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
 
 
 def type_of_head(text: str) -> NodeType | None:
@@ -226,7 +225,7 @@ def type_of_head(text: str) -> NodeType | None:
         ]
         return min(ends, key=lambda e: e[0])[1] if ends else None
     words = [w.lower() for w in clause.split()]
-    if not words or _CJK.search(clause):
+    if not words or CJK.search(clause):
         return None
 
     def kind(word: str) -> NodeType | None:  # a singular: a plural describes no one thing
@@ -513,7 +512,7 @@ def document_subject(
         if m is not None:
             name = m.group("name").strip()
             known = lexicon.lookup(name) is not None
-            if known or (looks_like_entity(name) and not _CJK.search(name)):
+            if known or (looks_like_entity(name) and not CJK.search(name)):
                 rest = unit.text[m.end() :]
                 is_a = _IS_A.match(m.group("verb")) is not None
                 consider(
@@ -658,7 +657,7 @@ def discover_names(
         if not looks_like_entity(name) or all(w.lower() in README_WORDS for w in name.split()):
             return False
         words = name.split()
-        if _CJK.search(name):
+        if CJK.search(name):
             return False  # a Chinese phrase is a name only where the lexicon says so
         head = words[0]
         if len(words) >= 2 and (lexicon.lookup(head) or normalize_name(head) in known_names):

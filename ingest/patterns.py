@@ -12,6 +12,7 @@ from kg import cues
 
 __all__ = [
     "ARROW",
+    "CJK",
     "CLAUSE_SPLIT",
     "CONTRAST",
     "DEFAULT_CUE",
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 ARROW = re.compile(r"\s*(?:─*→|->|=>|⇒|──+>)\s*")
+#: a Chinese character
+CJK = re.compile(r"[\u4e00-\u9fff]")
 #: Clause breaks: semicolons, and line breaks except a soft wrap inside a sentence (a line
 #: ending in a word, a CJK character or a joining mark goes on: "管理用\naccelerate").
 CLAUSE_SPLIT = re.compile(r"[；;]|(?<![\w\u4e00-\u9fff+、，,（(/])\n")

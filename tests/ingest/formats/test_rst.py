@@ -91,6 +91,14 @@ def _check(doc: Document, blocks: list[Block]) -> None:
             assert doc.text[s:e] == item
 
 
+def _read(name: str, text: str) -> tuple[Document, list[Block]]:
+    """A page of `text` read by the reStructuredText reader, its blocks checked (`_check`)."""
+    doc = Document.from_text(name, text, media_type=RST)
+    blocks = parse_rst(doc)
+    _check(doc, blocks)
+    return doc, blocks
+
+
 @pytest.fixture
 def page() -> tuple[Document, list[Block]]:
     doc = Document.from_text("brindle/index.rst", PAGE, media_type=RST)
@@ -194,9 +202,7 @@ def test_raw_html_lists_are_read() -> None:
         "Pros\n====\n\n.. raw:: html\n\n    <ul>\n      <li>✅ &nbsp; No code changes</li>\n"
         "      <li>❗ Needs fast networking</li>\n    </ul>\n"
     )
-    doc = Document.from_text("p.rst", text, media_type=RST)
-    blocks = parse_rst(doc)
-    _check(doc, blocks)
+    doc, blocks = _read("p.rst", text)
     (listing,) = [b for b in blocks if b.kind == BlockKind.LIST]
     assert listing.items == ["✅ &nbsp; No code changes", "❗ Needs fast networking"]
     units = [u.text for u in document_units(doc, blocks) if u.kind == UnitKind.ITEM]
@@ -205,9 +211,7 @@ def test_raw_html_lists_are_read() -> None:
 
 def test_a_paragraph_of_marked_lines_is_a_lead_in_and_a_list() -> None:
     text = "**Options:**\n- `--tp 8`: tensor parallel size\n- `--dp 8`: data parallel size\n"
-    doc = Document.from_text("o.rst", text, media_type=RST)
-    blocks = parse_rst(doc)
-    _check(doc, blocks)
+    _, blocks = _read("o.rst", text)
     assert [b.kind for b in blocks] == [BlockKind.PROSE, BlockKind.LIST]
     assert blocks[1].items == ["`--tp 8`: tensor parallel size", "`--dp 8`: data parallel size"]
 
@@ -216,9 +220,7 @@ def test_a_page_with_a_very_long_line_is_read() -> None:
     """docutils drops a document with a line over 10,000 characters unless told otherwise."""
     long_line = "Brindle runs on NVIDIA GPUs. " * 800
     text = f"Title\n=====\n\n{long_line}\n\n- an item\n"
-    doc = Document.from_text("long.rst", text, media_type=RST)
-    blocks = parse_rst(doc)
-    _check(doc, blocks)
+    _, blocks = _read("long.rst", text)
     assert [b.kind for b in blocks] == [BlockKind.HEADING, BlockKind.PROSE, BlockKind.LIST]
     assert blocks[1].text == long_line.strip()
 
@@ -230,9 +232,7 @@ def test_escaped_spaces_between_chinese_and_inline_markup_are_not_text() -> None
         "安装\n====\n\n先用\\ ``brindle.load``\\ 读入权重，"
         "再用\\ **Brindle**\\ 推理，``a``,\\ ``b``。\n"
     )
-    doc = Document.from_text("zh.rst", text, media_type=RST)
-    blocks = parse_rst(doc)
-    _check(doc, blocks)
+    doc, blocks = _read("zh.rst", text)
     (sentence,) = [u for u in document_units(doc, blocks) if u.kind == UnitKind.SENTENCE]
     assert sentence.text == "先用brindle.load读入权重，再用Brindle推理，a,b。"
     assert doc.text[sentence.start : sentence.end].startswith("先用\\ ``brindle.load``")
