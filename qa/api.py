@@ -319,7 +319,7 @@ class Assistant:
         # it links to, joined (by the graph's names for them: "剪枝" is Pruning); else those it
         # names by their shape before it ("A 和 B 比，哪个…?"); else the words next to its
         # joiner that the sources say. Where the clause that asks names its own, a list before
-        # it is the asker's situation ("Whisper、ViT 这类模型，A 和 B 选哪个？")
+        # it is the asker's situation ("Foo、Bar 这类模型，A 和 B 选哪个？")
         at, until = frame.asking_sentence
         asking = at < until  # (0, 0): no clause was found to ask, and the whole question does
         options = [o.text for o in frame.options if not asking or at <= o.start < until]
@@ -333,7 +333,7 @@ class Assistant:
                     [(surface, frame.text.find(surface, at)) for surface in linked],
                 )
             ] or [o.text for o in frame.options]
-        if not options:  # alternatives written as plain words ("静态批处理还是动态批处理")
+        if not options:  # alternatives written as plain words ("按层切还是按张量切")
             options = [
                 o.text for o in said_options(frame.text, frame.asking_sentence, self.evidence.says)
             ]

@@ -143,7 +143,7 @@ class Reader:
         a second turn of the same chat (its prompt extends the first's, which a server keeps
         cached). A line that gives one name has its answer without the second turn, and so has a
         line that names the graph's first pick (★) among others: the line the reader found and the
-        graph's verified paths agree on it (a line such as "极致性能（GPU）：用 Kestrel" names a
+        graph's verified paths agree on it (a line such as "要吞吐（GPU）：用 Kestrel" names a
         condition too, which a small model takes for the answer when asked). A line whose text
         names nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph
         picked nothing, to the section titles it is under (`_named_in_line`)."""

@@ -162,7 +162,7 @@ def names_setting(text: str) -> bool:
     """Whether a text writes a setting down (`_SETTING`): a flag, a `snake_case` or
     `UPPER_CASE` name, a `key=value`.
 
-    >>> names_setting("set OLLAMA_HOST to 0.0.0.0"), names_setting("-q/--quantize")
+    >>> names_setting("set TARN_HOST to 0.0.0.0"), names_setting("-f/--fast")
     (True, True)
     >>> names_setting("Modelfile"), names_setting("a 4-bit model")
     (False, False)
