@@ -27,6 +27,7 @@ _TOKEN = re.compile(
     r"(?P<comment><!--.*?(?:-->|\Z))"
     r"|(?P<quote>^[ \t]*(?:>[ \t]?)+)"
     r"|(?P<alert>\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\])"
+    r"|(?P<titled>:(?:ref|doc|term):`(?P<xtext>[^`<\n]{1,500}?)\s*<[^`<>\n]{1,1000}>`)"
     r"|(?P<xref>:(?:numref|eqref|ref|label|doc|cite[tp]?):`[^`\n]{0,200}`)"
     r"|(?P<shortcode>(?<![\w:]):(?=[a-z0-9_+\-]*[a-z+\-])[a-z0-9+\-][a-z0-9_+\-]{1,30}:(?![\w:]))"
     r"|(?P<image>!\[[^\]\n]{0,500}\]\([^)\n]{0,1000}\))"
@@ -181,6 +182,8 @@ def _clean_into(out: _Builder, source: str, start: int, end: int) -> None:
         if kind == "link":
             text_start = match.start("ltext")
             _clean_into(out, source, text_start, match.end("ltext"))
+        elif kind == "titled":  # a cross-reference's own title (`:doc:`the guide <path>``)
+            _clean_into(out, source, match.start("xtext"), match.end("xtext"))
         elif kind == "rstlink":  # reStructuredText's `text <url>`_: its text
             _clean_into(out, source, match.start("rtext"), match.end("rtext"))
         elif kind == "br":
@@ -221,6 +224,8 @@ def clean_inline(source: str, start: int = 0, end: int | None = None) -> CleanTe
     'Install Open MPI first.'
     >>> clean_inline("As :numref:`fig_gpu` shows, :class:`Ring` is fast.").text
     'As shows, Ring is fast.'
+    >>> clean_inline("Read :doc:`the tuning guide <../tuning>` or :ref:`ring-setup`.").text
+    'Read the tuning guide or .'
     >>> clean_inline("使用\\\\ ``paddle.amp.GradScaler``\\\\ 缩放 loss").text
     '使用paddle.amp.GradScaler缩放 loss'
     """

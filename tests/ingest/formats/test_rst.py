@@ -236,3 +236,17 @@ def test_escaped_spaces_between_chinese_and_inline_markup_are_not_text() -> None
     (sentence,) = [u for u in document_units(doc, blocks) if u.kind == UnitKind.SENTENCE]
     assert sentence.text == "先用brindle.load读入权重，再用Brindle推理，a,b。"
     assert doc.text[sentence.start : sentence.end].startswith("先用\\ ``brindle.load``")
+
+
+def test_cross_references_keep_their_own_titles() -> None:
+    """Sphinx shows a cross-reference's explicit title (`:doc:`title <path>``) as its text; a
+    bare target (a label, a path) is no text of the page."""
+    text = (
+        "Tuning\n======\n\nEvery :doc:`listed board <../boards/index>` has knobs, but the "
+        ":ref:`speed presets <presets-section>` beat them; see :ref:`presets-section`.\n"
+    )
+    doc, blocks = _read("tuning.rst", text)
+    sentences = [u for u in document_units(doc, blocks) if u.kind == UnitKind.SENTENCE]
+    assert sentences[0].text == "Every listed board has knobs, but the speed presets beat them;"
+    assert not any("presets-section" in u.text or "../boards" in u.text for u in sentences)
+    assert doc.text[sentences[0].start : sentences[0].end].startswith("Every :doc:`listed board")
