@@ -18,7 +18,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CleanText", "clean_inline", "code_fence", "emphasized", "is_decorative", "strip_markup"]
+__all__ = [
+    "CleanText",
+    "clean_inline",
+    "code_fence",
+    "emphasized",
+    "is_decorative",
+    "is_link_alone",
+    "strip_markup",
+]
 
 #: Chinese characters and punctuation, full-width forms
 _CJK = r"\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
@@ -293,6 +301,29 @@ def is_decorative(source: str, start: int, end: int) -> bool:
     False
     """
     return _WORDY.search(clean_inline(source, start, end).text) is None
+
+
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_LINKS = frozenset({"link", "rstlink", "titled", "xref", "autolink", "url"})
+
+
+def is_link_alone(source: str, start: int, end: int) -> bool:
+    r"""Whether the line (or lines) that `source[start:end]` lies on holds one link and nothing
+    else, a list item's bullet and a closing stop aside: a pointer to another page, which
+    states nothing on this one ("- [Install on Linux](docs/linux.md)", ":doc:`the guide <g>`").
+
+    >>> page = "- [Install on Linux](docs/linux.md)\n- Linux needs glibc 2.28 ([why](w.md)).\n"
+    >>> is_link_alone(page, 3, 19), is_link_alone(page, 38, 61)
+    (True, False)
+    >>> is_link_alone("* `Tuning guide <https://x.y/tune>`__", 3, 15)
+    True
+    """
+    line_start = source.rfind("\n", 0, start) + 1
+    line_end = source.find("\n", end)
+    line = source[line_start : len(source) if line_end < 0 else line_end]
+    body = _BULLET.sub("", line).strip().rstrip(".,;。；")
+    match = _TOKEN.fullmatch(body)
+    return match is not None and match.lastgroup in _LINKS
 
 
 def code_fence(code: str) -> str:

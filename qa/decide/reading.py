@@ -14,6 +14,7 @@ from collections.abc import Callable, Container, Sequence
 
 from pydantic import BaseModel, Field
 
+from ingest.markup import is_link_alone
 from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import normalize_name
@@ -28,8 +29,10 @@ def select_evidence(
     ranked: Sequence[RankedUnit],
     limit: int = 8,
     first_docs: Sequence[str] = (),
+    pointer: Callable[[EvidenceUnit], bool] | None = None,
 ) -> list[EvidenceUnit]:
-    """The best `limit` units that say something, best first: no headings, no text twice. The
+    """The best `limit` units that say something, best first: no headings, no text twice, none
+    that only points to another page (`pointer`: a list item that is a link alone). The
     best unit of each of `first_docs` (the documents of the things a question names) is taken
     whatever its rank, so that a question about two projects reads both.
 
@@ -49,13 +52,20 @@ def select_evidence(
     ['a#1', 'a#2', 'a#3']
     >>> [x.id for x in select_evidence(ranked, limit=3, first_docs=["c"])]
     ['a#1', 'a#2', 'c#6']
+    >>> [x.id for x in select_evidence(ranked, limit=3, pointer=lambda u: u.id == "a#2")]
+    ['a#1', 'a#3', 'b#4']
     """
     chosen: list[EvidenceUnit] = []
     texts: set[str] = set()
 
     def usable(unit: EvidenceUnit) -> bool:
         key = normalize_name(unit.text)
-        return unit.kind != UnitKind.HEADING and bool(key) and key not in texts
+        return (
+            unit.kind != UnitKind.HEADING
+            and bool(key)
+            and key not in texts
+            and not (pointer is not None and pointer(unit))
+        )
 
     def take(unit: EvidenceUnit) -> None:
         chosen.append(unit)
@@ -157,9 +167,15 @@ class Reading(BaseModel):
         question's words for a kind of thing say what it is about as often as what it asks for (a
         question set in an inference engine may ask for a parallelism), and leaving out the other
         kinds measured no better (README)."""
-        evidence = select_evidence(ranked, limit, first_docs=first_docs)
+
+        def pointer(unit: EvidenceUnit) -> bool:
+            return unit.doc in documents and is_link_alone(
+                documents[unit.doc], unit.start, unit.end
+            )
+
+        evidence = select_evidence(ranked, limit, first_docs=first_docs, pointer=pointer)
         read = {id(u) for u in evidence}
-        after = select_evidence(ranked, limit + further, first_docs=first_docs)
+        after = select_evidence(ranked, limit + further, first_docs=first_docs, pointer=pointer)
         candidates: list[Candidate] = []
         if choose:
             prior = [

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ingest.markup import CleanText, clean_inline, is_decorative, strip_markup
+from ingest.markup import CleanText, clean_inline, is_decorative, is_link_alone, strip_markup
 
 _ENTITY = re.compile(r"&(?:[A-Za-z]{2,10}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});")
 
@@ -413,3 +413,24 @@ def test_hostile_many_image_openers() -> None:
     source = "![" * 50_000  # each opener scans a bounded window: linear, if slower per character
     clean = clean_inline(source)
     assert clean.text == source
+
+
+@pytest.mark.parametrize(
+    ("line", "alone"),
+    [
+        ("- [Install on Windows](docs/windows.md)", True),
+        ("* `Tuning guide <https://example.org/tune>`__", True),
+        ("1. :doc:`Batching <../batching>`.", True),
+        ("- [安装指南](#安装指南)", True),
+        ("- <https://example.org/changelog>", True),
+        ("- Windows needs the [redistributable](docs/vc.md) first.", False),
+        ("- [Batching](b.md) and [caching](c.md)", False),
+        ("Use `--fast` for short prompts.", False),
+        ("- **Speed**: 2x on CPUs", False),
+    ],
+)
+def test_a_line_that_is_a_link_alone_is_a_pointer(line: str, alone: bool) -> None:
+    page = f"# Guide\n\n{line}\nA closing sentence.\n"
+    at = page.index(line)
+    middle = at + len(line) // 2
+    assert is_link_alone(page, middle, middle + 1) is alone
