@@ -46,7 +46,6 @@ from qa.decide.graph.evidence import EvidenceComposer
 from qa.decide.reader import ReaderModel, draft_from_verdict
 from qa.decide.reading import Reading
 from qa.read.frame import (
-    asks_amount,
     asks_reason,
     asks_setting,
     linked_options,
@@ -351,7 +350,7 @@ class Assistant:
             ),
         ]
         # a question that asks how much or how many and to choose nothing: a figure answers it
-        figure = asks_amount(frame.text) and not frame.choice
+        figure = frame.amount and not frame.choice
         return Reading.gather(
             frame.text,
             question.language,

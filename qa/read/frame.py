@@ -68,6 +68,21 @@ _EACH = cues.pattern("question.each")
 #: an asking sentence that names no kind of thing: "Which one?", "哪个？", "选哪个?"
 _BARE_PICK = re.compile(rf"^\W*{cues.alternatives('question.bare_pick')}\W*$", re.I)
 _RECOMMEND = cues.pattern("question.recommend")
+
+
+def _any_cue(*keys: str) -> str:
+    """One group of the alternatives of several cues ("or", "between")."""
+    return "(?:" + "|".join(map(cues.alternatives, keys)) + ")"
+
+
+#: a word that offers alternatives rather than lists things: "or", "vs", "还是", "between",
+#: "compares with"
+_OFFERS = re.compile(
+    r"(?<![A-Za-z])"
+    + _any_cue("question.option.either", "question.option.between", "question.option.compare")
+    + r"(?![A-Za-z])",
+    re.I,
+)
 #: "what flag do I pass": a value to give, not a thing to pick
 _ASKS_SETTING = cues.pattern("question.asks_setting")
 _YES_NO = cues.pattern("question.yes_no")
@@ -214,7 +229,7 @@ _OPTION_PATTERNS = [
     ),
     # "how does A compare with (a few words, then) B": B is the next name
     re.compile(
-        rf"(?P<a>{_NAME})\s+{cues.alternatives('question.option.compare')}\s+"
+        rf"(?P<a>{_NAME})\s+{cues.alternatives('question.option.compare', ('en',))}\s+"
         r"(?:[a-z][\w\-]*\s+){0,8}?(?P<b>(?<![\w.\-])[A-Z][\w.+\-]*|[a-z]+[A-Z\d][\w.+\-]*)"
     ),
 ]
@@ -288,12 +303,7 @@ def _listed_after(text: str, end: int) -> list[Option]:
 
 #: what stands between two alternatives named one after the other: "A 还是 B", "A or B"
 _JOINER = re.compile(
-    r"\s*(?:"
-    + "|".join(
-        cues.alternatives(key)
-        for key in ("question.option.joined", "question.option.or", "question.option.and")
-    )
-    + r")\s*",
+    rf"\s*{_any_cue('question.option.joined', 'question.option.or', 'question.option.and')}\s*",
     re.I,
 )
 
@@ -524,7 +534,11 @@ class QuestionFrame:
     yes_no: bool
     types: frozenset[NodeType]
     options: list[Option] = field(default_factory=list)
+    #: the price or rate a sentence that asks wants (`quantity_asked`)
     quantity: str | None = None
+    #: a sentence that asks asks how much or how many (`asks_amount`); a figure in a sentence
+    #: that states the asker's situation ("we count frames per second") is not asked for
+    amount: bool = False
     asking_sentence: tuple[int, int] = (0, 0)
     #: it asks who, which setting, or a value of each thing: a fact, whatever else it says
     asks_fact: bool = False
@@ -550,6 +564,13 @@ class QuestionFrame:
         False
         >>> QuestionFrame.read("Foo 在 macOS 和 Linux 上的安装方式有什么区别？").choice
         False
+        >>> f = QuestionFrame.read("We count how many frames per second we get. Foo or Bar?")
+        >>> f.amount, f.quantity, QuestionFrame.read("How many frames per second?").amount
+        (False, None, True)
+        >>> QuestionFrame.read("How fast is Foo? On which board was it measured?").amount
+        True
+        >>> QuestionFrame.read("Foo 用 A1、B2 压缩之后，速度提升多少？").options  # what was done
+        []
         >>> [o.start for o in QuestionFrame.read("A1 和 B2 比，在部署上谁更好？").options]
         [0, 5]
         >>> frame = QuestionFrame.read("Between A1 and B2, where does the throughput differ most?")
@@ -574,6 +595,9 @@ class QuestionFrame:
             ),
         )
         asked = text[asking[0] : asking[1]]
+        # the sentences that ask (a question mark ends them), else the one read as asking: a
+        # figure in a sentence that states the asker's situation is not asked for
+        questions = [text[s:e] for s, e in sentences if re.search(r"[?？]", text[s:e])] or [asked]
         sentence_start = asking[0]  # `asking` may narrow to a clause below; `asked` does not
         clauses = [m.span() for m in _CLAUSE.finditer(asked)]
         if len(clauses) > 1 and re.search(r"[\u4e00-\u9fff]", asked):
@@ -615,6 +639,10 @@ class QuestionFrame:
             types = frozenset()
         # "A 和 B 有什么区别？" names two things to tell apart, not to pick from
         differ = bool(_DIFFERENCE.search(asked))
+        if not (cue or differ or _OFFERS.search(asked)):
+            # "用 A、B 压缩之后，…多少？" lists what the asker did: a list offers alternatives
+            # where the sentence asks which, joins them with "or" ("还是"), or compares them
+            options = []
         choice = (bool(options) and not differ) or recommend or (cue and bool(types))
         return cls(
             text=text,
@@ -623,7 +651,8 @@ class QuestionFrame:
             yes_no=yes_no,
             types=types or (asked_types(text) if choice else frozenset()),
             options=options,
-            quantity=quantity_asked(text),
+            quantity=next(filter(None, map(quantity_asked, questions)), None),
+            amount=any(map(asks_amount, questions)),
             asking_sentence=asking,
             asks_fact=who or each or (asks_setting(text) and not types),
             measured=bool(options)

@@ -12,6 +12,7 @@ from kg.graph import KnowledgeGraph
 from kg.lexicon import Lexicon
 from kg.schema import Entity, NodeType, entity_id
 from qa.api import Assistant
+from qa.read.frame import QuestionFrame
 from qa.read.understand import MAX_QUESTION_CHARS, QuestionReader, clean_question, detect_language
 from qa.schema import Language, QuestionKind
 
@@ -209,3 +210,31 @@ def test_a_name_spelled_apart_outranks_a_known_name_inside_it(text: str) -> None
     # the shorter name still links where it stands alone
     alone = QuestionReader(graph, Lexicon.default()).read("LLaMA-Forge 能微调 LLaMA 吗？")
     assert alone.entity_ids == ["tool:llamaforge", "model:llama"]
+
+
+@pytest.mark.parametrize(
+    ("text", "options"),
+    [
+        ("Kestrel 和 Zephyr 比，谁的吞吐更高？", ["Kestrel", "Zephyr"]),
+        ("训练用 Kestrel 还是 Zephyr？", ["Kestrel", "Zephyr"]),
+        ("Kestrel、Zephyr、Tarn 的启动速度排名如何？", ["Kestrel", "Zephyr", "Tarn"]),
+        ("Between Kestrel and Zephyr, which one batches?", ["Kestrel", "Zephyr"]),
+        # a list that states what the asker did, in a sentence that asks how much
+        ("Tarn 用 Q4_K、group_size=64 压缩之后，体积剩多少？", []),
+        ("Kestrel 和 Zephyr 的许可证允许商用吗？", []),
+    ],
+)
+def test_a_list_offers_alternatives_only_where_the_question_asks_to_choose(
+    text: str, options: list[str]
+) -> None:
+    frame = QuestionFrame.read(text)
+    assert [o.text for o in frame.options] == options
+    assert frame.choice is bool(options)
+
+
+def test_a_figure_in_the_askers_situation_is_not_asked_for() -> None:
+    situation = "All we track is how fast the cluster drains its queue. Kestrel or Zephyr?"
+    frame = QuestionFrame.read(situation)
+    assert not frame.amount and frame.quantity is None and frame.choice
+    asked = QuestionFrame.read("Which board was it measured on? What throughput did Tarn reach?")
+    assert asked.amount and asked.quantity == "rate"

@@ -26,7 +26,7 @@ from kg.schema import NodeType, RelationType, normalize_name
 from qa import weights as W
 from qa.decide.graph.answerable import Answerability
 from qa.decide.graph.weigh import CandidateScorer
-from qa.read.frame import QuestionFrame, asks_amount
+from qa.read.frame import QuestionFrame
 from qa.read.shapes import (
     DISAGREE,
     SECTION_NUMBER,
@@ -304,12 +304,7 @@ class EvidenceComposer(CandidateScorer, Answerability):
         ]
         amounts = [frozenset(_AMOUNT.findall(p.text)) for p in by_doc.values()]
         stated = [a for a in amounts if a]
-        differ = (
-            frame is not None
-            and asks_amount(frame.text)
-            and len(stated) >= 2
-            and len(set(stated)) >= 2
-        )
+        differ = frame is not None and frame.amount and len(stated) >= 2 and len(set(stated)) >= 2
         negative = {
             e.target
             for e in claims
