@@ -145,8 +145,10 @@ class Reader:
         line that names the graph's first pick (★) among others: the line the reader found and the
         graph's verified paths agree on it (a line such as "要吞吐（GPU）：用 Kestrel" names a
         condition too, which a small model takes for the answer when asked). A line whose text
-        names nothing leaves the pick to the graph's (★), marked `unsure`, or, where the graph
-        picked nothing, to the section titles it is under (`_named_in_line`)."""
+        names nothing gives the question's alternatives its section titles are (a line under
+        "Foo" answers "Foo or Bar?"), else leaves the pick to the graph's (★), marked `unsure`,
+        or, where the graph picked nothing, to the section titles it is under
+        (`_named_in_line`)."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
@@ -164,7 +166,11 @@ class Reader:
             # a question that asks which flag or variable is answered by a setting the line
             # writes down, where it writes one, not by the tool or hardware it names
             said = [c for c in said if names_setting(c.name)] or said
-        named = said or ([] if proposed else under)
+        # a line that names nothing is answered by what it is under: of the alternatives the
+        # question names, those its section titles are ("LATENCY" over a line on single-image
+        # jobs), else all it is under where the graph picked nothing
+        titled = [c for c in under if normalize_name(c.name) in reading.options]
+        named = said or titled or ([] if proposed else under)
         # the line names the graph's first pick among others: the reader's evidence and the
         # graph's verified paths agree on it, and it stands without a second turn; where the
         # line's words name others, it must be among them (not the line's topic alone)

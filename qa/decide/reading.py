@@ -113,6 +113,10 @@ class Reading(BaseModel):
     choose: bool = Field(description="whether the question asks for a pick")
     evidence: list[EvidenceUnit] = Field(description="[1].. in order")
     candidates: list[Candidate] = Field(default_factory=list)
+    options: list[str] = Field(
+        default_factory=list,
+        description="the alternatives the question names, their names normalised",
+    )
     figure: bool = Field(
         default=False,
         description="whether a figure answers the question (it asks how much or how many): "
@@ -208,6 +212,7 @@ class Reading(BaseModel):
             choose=choose,
             evidence=evidence,
             candidates=candidates,
+            options=list(dict.fromkeys(normalize_name(o) for o in options)),
             figure=figure,
             setting=setting,
             further=[u for u in after if id(u) not in read],

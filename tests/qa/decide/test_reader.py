@@ -576,6 +576,36 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
     assert verdict.pick is not None and line in verdict.pick.evidence and not verdict.unsure
 
 
+def test_a_line_that_names_nothing_gives_the_alternative_its_section_is_titled() -> None:
+    """ "Foo or Bar?" read from a line under the title "Foo" that names neither: Foo, whatever
+    the graph proposed, without a second turn; with no alternatives asked, the graph's pick."""
+    from qa.schema import Language
+
+    units = [
+        _unit(1, "Foo", "Best for one request at a time, when a user waits on each result."),
+        _unit(2, "Bar", "Best when many requests are in flight and only the total rate counts."),
+    ]
+    names = [
+        Candidate(name="Foo", evidence=[1]),
+        Candidate(name="Bar", evidence=[2], proposed=True),
+        Candidate(name="Guide", evidence=[1, 2]),
+    ]
+    reading = Reading(
+        question="A user waits on each result: Foo or Bar?",
+        language=Language.EN,
+        choose=True,
+        evidence=units,
+        candidates=names,
+        options=["foo", "bar"],
+    )
+    chat = _Lines(1)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert verdict.pick is not None and verdict.pick.name == "Foo" and not verdict.unsure
+    assert len(chat.sent) == 1
+    verdict = Reader(_Lines(1), mode="line").read(reading.model_copy(update={"options": []}))  # type: ignore[arg-type]
+    assert verdict.pick is not None and verdict.pick.name == "Bar" and verdict.unsure
+
+
 def _unit(i: int, title: str, text: str) -> EvidenceUnit:
     """Unit `i` of one guide, in the section `title`, 100 characters apart."""
     return EvidenceUnit(
