@@ -18,6 +18,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ingest.structure.items import list_marker
+
 __all__ = [
     "CleanText",
     "clean_inline",
@@ -303,7 +305,6 @@ def is_decorative(source: str, start: int, end: int) -> bool:
     return _WORDY.search(clean_inline(source, start, end).text) is None
 
 
-_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _LINKS = frozenset({"link", "rstlink", "titled", "xref", "autolink", "url"})
 
 
@@ -321,7 +322,8 @@ def is_link_alone(source: str, start: int, end: int) -> bool:
     line_start = source.rfind("\n", 0, start) + 1
     line_end = source.find("\n", end)
     line = source[line_start : len(source) if line_end < 0 else line_end]
-    body = _BULLET.sub("", line).strip().rstrip(".,;。；")
+    body = line.strip()
+    body = body[list_marker(body) or 0 :].rstrip(".,;。；")
     match = _TOKEN.fullmatch(body)
     return match is not None and match.lastgroup in _LINKS
 

@@ -172,10 +172,14 @@ class Reading(BaseModel):
         question set in an inference engine may ask for a parallelism), and leaving out the other
         kinds measured no better (README)."""
 
+        pointers: dict[str, bool] = {}  # both selections below ask of the same units
+
         def pointer(unit: EvidenceUnit) -> bool:
-            return unit.doc in documents and is_link_alone(
-                documents[unit.doc], unit.start, unit.end
-            )
+            if unit.id not in pointers:
+                pointers[unit.id] = unit.doc in documents and is_link_alone(
+                    documents[unit.doc], unit.start, unit.end
+                )
+            return pointers[unit.id]
 
         evidence = select_evidence(ranked, limit, first_docs=first_docs, pointer=pointer)
         read = {id(u) for u in evidence}
