@@ -54,3 +54,11 @@ def test_pdf_text_raises_ingest_errors() -> None:
     with pytest.raises(IngestError):
         pdf_text(b"garbage")
     assert pdf_text(pdf_bytes([["One"], ["Two"]])) == "One\n\f\nTwo\n"
+
+
+def test_a_text_layer_that_maps_glyphs_to_look_alikes_and_controls_reads_as_text() -> None:
+    # some producers map an ideograph to its Kangxi radical (U+2F8F looks like 行) and the space
+    # glyph to a control character: the words are there, but no search would find them
+    layer = {"R": "\u2f8f", " ": "\x01", "I": "\U0001d456"}
+    text = pdf_text(pdf_bytes([["Quill R on CPU, I fast"]], to_unicode=layer))
+    assert text == "Quill 行 on CPU, i fast\n"

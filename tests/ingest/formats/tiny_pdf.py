@@ -1,4 +1,5 @@
-"""A PDF with a text layer, written by hand for the tests: one Helvetica text object a page."""
+"""A PDF with a text layer, written by hand for the tests: one Helvetica text object a page,
+optionally with a ToUnicode map (what a text layer says a code is, whatever the glyph)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,32 @@ def _escape(line: str) -> str:
     return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def pdf_bytes(pages: list[list[str]]) -> bytes:
-    """A valid PDF 1.4 file whose page i shows `pages[i]`, one line of ASCII text each."""
+def _to_unicode(codes: dict[str, str]) -> bytes:
+    """A ToUnicode CMap stream mapping single-byte codes to text."""
+    chars = "".join(
+        f"<{ord(code):02X}> <{text.encode('utf-16-be').hex().upper()}>\n"
+        for code, text in codes.items()
+    )
+    body = (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+        "/CMapName /Test-UCS def /CMapType 2 def\n"
+        "1 begincodespacerange <00> <FF> endcodespacerange\n"
+        f"{len(codes)} beginbfchar\n{chars}endbfchar\n"
+        "endcmap CMapName currentdict /CMap defineresource pop end end"
+    ).encode("ascii")
+    return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(body), body)
+
+
+def pdf_bytes(pages: list[list[str]], to_unicode: dict[str, str] | None = None) -> bytes:
+    """A valid PDF 1.4 file whose page i shows `pages[i]`, one line of ASCII text each; with
+    `to_unicode`, its text layer reads each of those characters as the text it maps to."""
     objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b""]
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")  # 3
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica"
+    if to_unicode:
+        font += b" /ToUnicode 4 0 R"
+    objects.append(font + b" >>")  # 3
+    if to_unicode:
+        objects.append(_to_unicode(to_unicode))  # 4
     kids = []
     for lines in pages:
         body = "BT /F1 12 Tf 14 TL 72 720 Td " + " ".join(f"({_escape(t)}) Tj T*" for t in lines)
