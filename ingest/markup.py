@@ -138,14 +138,24 @@ class CleanText:
         return len(self.text)
 
 
+def _wide(ch: str) -> bool:
+    """Whether a character is East Asian wide (an ideograph, kana, full-width punctuation),
+    Hangul aside: what CSS joins across a line break without a space."""
+    return unicodedata.east_asian_width(ch) in "WFH" and not "\uac00" <= ch <= "\ud7af"
+
+
 class _Builder:
-    """Accumulates clean characters with their source offsets, collapsing whitespace."""
+    """Accumulates clean characters with their source offsets, collapsing whitespace; a line
+    break between two wide characters is no space (CSS's segment-break rule: a Chinese
+    paragraph wrapped in its file, or in a PDF's text layer, reads as one line: "权重剪\n枝"
+    is "权重剪枝")."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.chars: list[str] = []
         self.offsets: list[int] = []
         self.ends: list[int] = []
+        self.breaks: set[int] = set()  # the spaces that hold a line break
 
     def add(self, text: str, start: int) -> None:
         for i, ch in enumerate(text):
@@ -157,6 +167,8 @@ class _Builder:
                 self.chars.append(" ")
                 self.offsets.append(at)
                 self.ends.append(at + 1)
+            if ch == "\n" and self.chars and self.chars[-1] == " ":
+                self.breaks.add(len(self.chars) - 1)
             return
         if not literal and _dropped(ch):
             return
@@ -168,6 +180,16 @@ class _Builder:
         self.char(" ", at)
 
     def build(self) -> CleanText:
+        joined = {
+            i
+            for i in self.breaks
+            if 0 < i < len(self.chars) - 1 and _wide(self.chars[i - 1]) and _wide(self.chars[i + 1])
+        }
+        if joined:
+            keep = [i for i in range(len(self.chars)) if i not in joined]
+            self.chars = [self.chars[i] for i in keep]
+            self.offsets = [self.offsets[i] for i in keep]
+            self.ends = [self.ends[i] for i in keep]
         while self.chars and self.chars[-1] == " ":
             self.chars.pop()
             self.offsets.pop()
@@ -238,6 +260,8 @@ def clean_inline(source: str, start: int = 0, end: int | None = None) -> CleanTe
     'Read the tuning guide or .'
     >>> clean_inline("使用\\\\ ``paddle.amp.GradScaler``\\\\ 缩放 loss").text
     '使用paddle.amp.GradScaler缩放 loss'
+    >>> clean_inline("把权重拆成\\n几份存好，\\n再用 Quill\\n加载").text
+    '把权重拆成几份存好，再用 Quill 加载'
     """
     stop = len(source) if end is None else end
     out = _Builder(source)

@@ -492,3 +492,19 @@ def test_a_row_that_only_names_a_group_labels_the_rows_below_it() -> None:
     )
     rows = [(u.cells[0], u.context) for u in units if u.kind == UnitKind.ROW]
     assert rows == [("Tool X", "Model A"), ("Tool Y", "Model A"), ("Tool X", "Model B")]
+
+
+def test_a_chinese_line_wrapped_in_the_file_reads_as_one_line() -> None:
+    # a hard-wrapped Chinese paragraph (a plain-text file, a PDF's text layer): a line break
+    # between two Chinese characters is no space, one between Latin words stays one
+    body = (
+        "上线之前，我们通常会先把整套权重做一次剪\n枝，再交给编译器去优化；之后换用 Quill\n"
+        "Engine 也行。"
+    )
+    doc = Document.from_text("notes.txt", f"笔记\n{body}\n")
+    units = document_units(doc, document_blocks(doc))
+    texts = [u.text for u in units]
+    assert "上线之前，我们通常会先把整套权重做一次剪枝，再交给编译器去优化；" in texts
+    assert "之后换用 Quill Engine 也行。" in texts
+    first = units[texts.index("之后换用 Quill Engine 也行。") - 1]
+    assert doc.text[first.start : first.end] == body[: body.index("；") + 1]  # the span is verbatim
