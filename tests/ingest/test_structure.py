@@ -152,6 +152,22 @@ def test_prose_sentences_are_not_headings() -> None:
     assert blocks[1].text == f"{long_line}\n所以这里\n接着写完。"
 
 
+def test_a_wrapped_list_items_rest_in_lower_case_is_no_heading() -> None:
+    # a slide's bullet wrapped over short lines (a PDF's text layer): its rest starts in lower
+    # case under a line cut mid-sentence; a title under it starts otherwise
+    text = (
+        "Results\n• Pruning: smaller models\n• 30% fewer steps for\nthe same loss on\n"
+        "held-out data\n\nvLLM Notes\n• Paged cache\n"
+    )
+    _, blocks = _parse(text)
+    assert _kinds(blocks) == ["heading", "list", "heading", "list"]
+    assert blocks[1].items == [
+        "Pruning: smaller models",
+        "30% fewer steps for\nthe same loss on\nheld-out data",
+    ]
+    assert blocks[2].text == "vLLM Notes"
+
+
 def test_markdown_headings_only_trust_hashes() -> None:
     text = (
         "# Guide\n\nShort line\n\n## Setup\n\n1. install\n\n### Detail\n\ntext.\n\n## Run\n\nok.\n"
