@@ -191,6 +191,15 @@ def test_a_size_the_question_states_is_no_name_to_find(assistant: Assistant) -> 
     assert not answer.abstained, answer.answer
 
 
+def test_a_name_in_the_plural_is_the_name(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # the page writes "Korvex K7", the asker "K7s": a thing it covers, not an unknown one
+    page = "# Loom\n\nLoom trains models on Korvex K7 accelerators with its own kernels.\n"
+    loom = Assistant.open(article_store(tmp_path_factory, {"loom-README.md": page}), dense=False)
+    answer = loom.ask("Which kernels does Loom use on K7s?")
+    assert not answer.abstained, answer.answer
+    assert loom.ask("Which kernels does Loom use on K9s?").abstained  # a name it does not write
+
+
 def test_a_chinese_decline_is_in_chinese(assistant: Assistant) -> None:
     answer = assistant.ask("量子计算机该买哪一台？")
     assert answer.abstained and answer.answer.startswith("资料未涵盖这个问题")

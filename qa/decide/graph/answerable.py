@@ -59,6 +59,17 @@ def _spread_name(name: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<!\w){body}(?:e?s)?(?!\w)", re.I)
 
 
+def _singular_too(word: str) -> list[str]:
+    """A Latin word, and its singular where it ends in a plural "s" after a letter or digit.
+
+    >>> _singular_too("A100s"), _singular_too("GPUs"), _singular_too("CUDA"), _singular_too("ss")
+    (['A100s', 'A100'], ['GPUs', 'GPU'], ['CUDA'], ['ss'])
+    """
+    if re.fullmatch(r"[A-Za-z][\w.+\-]*[A-Za-z0-9]s", word) and not word.endswith("ss"):
+        return [word, word[:-1]]
+    return [word]
+
+
 class Answerability(UnitIndex):
     """Why the sources cannot answer a question, if they cannot."""
 
@@ -79,7 +90,8 @@ class Answerability(UnitIndex):
 
     def present(self, name: str) -> bool:
         """Whether a name occurs in some document (case, spacing and dashes ignored; a graph
-        entity's aliases count)."""
+        entity's aliases count; a plural's singular too: "A100s" is there where "A100" is, as
+        `_spread_name` reads the last word of a longer name)."""
         node = self.graph.find(name)
         if node is not None:
             entity = self.graph.entity(node)
@@ -88,7 +100,10 @@ class Answerability(UnitIndex):
         core = [t for t in re.split(r"[\s/]+", name) if re.search(r"\d", t) or len(t) >= 3]
         if not core:
             core = [name]
-        return all(normalize_name(t) in self._corpus_norm for t in core)
+        return all(
+            any(normalize_name(form) in self._corpus_norm for form in _singular_too(t))
+            for t in core
+        )
 
     def abstain_reason(
         self,
