@@ -129,7 +129,7 @@ def test_the_prompt_lists_numbered_evidence_then_candidates_then_the_question(
     reading = _reading(assistant, QUESTION)
     lines = reader_messages(reading, "pick")[1]["content"].splitlines()
     assert lines[0] == "证据："
-    assert lines[1].startswith("[1] (quokka-compress · ")
+    assert lines[1] == "# quokka-compress" and lines[2].startswith("[1] (")
     assert lines[-2].startswith("候选") and lines[-1] == f"问题：{reading.question}"
 
 

@@ -61,9 +61,15 @@ def test_the_reader_is_shown_numbered_evidence_and_the_names_it_gives(
     user = reader_messages(reading, "pick")[-1]["content"]
     lines = user.splitlines()
     assert lines[-1].endswith(reading.question)  # the question comes last
-    assert [line[:4] for line in lines[1 : 1 + len(reading.evidence)]] == [
+    # the lines in rank order, each document's name once above its run of lines
+    numbered = [line for line in lines[1:-1] if line.startswith("[")]
+    assert [line[:4] for line in numbered] == [
         f"[{i}] " for i in range(1, len(reading.evidence) + 1)
     ]
+    assert lines[1].startswith("# ")
+    assert sum(line.startswith("# ") for line in lines) == 1 + sum(
+        a.doc != b.doc for a, b in zip(reading.evidence, reading.evidence[1:], strict=False)
+    )
     # every candidate is a name the evidence (or the graph's pick among it) gives, none is a
     # word of the question
     folded_question = normalize_name(question)
