@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ingest.structure.inline import is_cjk
 from ingest.structure.items import list_marker
 
 __all__ = [
@@ -138,15 +139,10 @@ class CleanText:
         return len(self.text)
 
 
-def _wide(ch: str) -> bool:
-    """Whether a character is East Asian wide (an ideograph, kana, full-width punctuation),
-    Hangul aside: what CSS joins across a line break without a space."""
-    return unicodedata.east_asian_width(ch) in "WFH" and not "\uac00" <= ch <= "\ud7af"
-
-
 class _Builder:
     """Accumulates clean characters with their source offsets, collapsing whitespace; a line
-    break between two wide characters is no space (CSS's segment-break rule: a Chinese
+    break between two Chinese characters (`is_cjk`: ideographs, CJK and full-width
+    punctuation) is no space (CSS's segment-break rule for wide characters: a Chinese
     paragraph wrapped in its file, or in a PDF's text layer, reads as one line: "权重剪\n枝"
     is "权重剪枝")."""
 
@@ -183,7 +179,9 @@ class _Builder:
         joined = {
             i
             for i in self.breaks
-            if 0 < i < len(self.chars) - 1 and _wide(self.chars[i - 1]) and _wide(self.chars[i + 1])
+            if 0 < i < len(self.chars) - 1
+            and is_cjk(self.chars[i - 1])
+            and is_cjk(self.chars[i + 1])
         }
         if joined:
             keep = [i for i in range(len(self.chars)) if i not in joined]

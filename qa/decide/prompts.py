@@ -190,8 +190,9 @@ def evidence_lines(units: list[EvidenceUnit]) -> list[str]:
         if unit.doc != doc:
             doc, section = unit.doc, None
             lines.append(f"# {PurePosixPath(doc).stem}")
-        lines.append(evidence_line(number, unit, section=_section(unit) != section))
-        section = _section(unit)
+        here = _section(unit)
+        lines.append(evidence_line(number, unit, section=here != section))
+        section = here
     return lines
 
 
