@@ -70,9 +70,11 @@ def looks_like_name(text: str) -> bool:
     True
     >>> looks_like_name("这是一句很长的描述，带着标点。"), looks_like_name("GitHub Issues")
     (False, False)
+    >>> looks_like_name("O"), looks_like_name("s")  # a letter alone: big-O, the "s" of "GB/s"
+    (False, False)
     """
     text = text.strip()
-    if not text or len(text) > 40 or re.search(r"[，。！？；,.!?;:：]\s|[，。！？；]", text):
+    if len(text) < 2 or len(text) > 40 or re.search(r"[，。！？；,.!?;:：]\s|[，。！？；]", text):
         return False
     if _CHANNEL.match(text):
         return False
@@ -216,6 +218,10 @@ class DocumentEntities:
         entry = self.lexicon.lookup(name) or self.lexicon.lookup(LOCATION_AFFIX.sub("", name))
         if entry is not None:
             return self._register(entry.type, entry.name, [], ev)
+        if persona is None and (len(name) < 2 or not re.search(r"[A-Za-z\u4e00-\u9fff]", name)):
+            # a figure ("25 → 200 GB/s": a value that changed) or a lone character names no
+            # situation; a scale (a table's column of sizes, `persona=False`) may be a figure
+            return None
         is_persona = is_person(name) if persona is None else persona
         node_type = NodeType.PERSONA if is_persona else NodeType.SCENARIO
         return self._register(node_type, name, [], ev)

@@ -6,6 +6,7 @@ bullet list. Both name new tools (FooServe, BarNet, QuxCache) that no lexicon kn
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -350,6 +351,24 @@ def test_a_pronoun_names_no_situation(text: str, lexicon: Lexicon) -> None:
     extraction = extract_document(doc, parse_blocks(doc), lexicon)
     names = {e.name for e in extraction.entities}
     assert not names & {"把它", "它", "this", "it"}, names
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Scaling\n\n- Link speed per host: 25 → 200 GB/s\n- Cost: O(layers) → O(layers/stages)\n",
+        "# 笔记\n\n注：多数团队先拿 JAX 试跑。\n\n带宽：12 → 96 GB/s\n",
+    ],
+)
+def test_a_figure_or_a_lone_character_names_no_situation_or_thing(
+    text: str, lexicon: Lexicon
+) -> None:
+    """A slide's "25 → 200 GB/s" is a value that changed, not a situation "25" recommending a
+    thing "s"; big-O's "O" names nothing, and neither does "注" (a note's label)."""
+    doc = Document.from_text("slides.md", text, media_type="text/markdown")
+    extraction = extract_document(doc, parse_blocks(doc), lexicon)
+    names = {e.name for e in extraction.entities}
+    assert not [n for n in names if len(n) < 2 or not re.search(r"[A-Za-z\u4e00-\u9fff]", n)], names
 
 
 def test_a_table_of_marks_under_named_columns_compares_the_columns(lexicon: Lexicon) -> None:
