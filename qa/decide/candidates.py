@@ -12,6 +12,8 @@ structure, never from the question's wording:
   `` `tensor_parallel_size` ``);
 - **row labels, lead terms and defined terms**: a table row's first cell, a list item's lead
   ("Hardware: …"), the term of a `term: …` sentence ("FSDP+QLoRA: …");
+- **asked cells**: a table row's cells under the columns whose header the question uses (which
+  toolchain a board takes is in the board's row, under "Toolchain"), in a README too;
 - a name with its alias in brackets ("权值量化（Weight Quantization）", "在线量化 (QAT)") gives
   both names, and so does a Chinese term glossed in Latin ("参数服务器（Parameter Server，PS）").
 
@@ -45,6 +47,7 @@ from qa.read.shapes import SECTION_NUMBER, text_width
 
 __all__ = [
     "Candidate",
+    "asked_cells",
     "candidate_names",
     "defined_terms",
     "glossed_names",
@@ -221,6 +224,28 @@ def _names_of_unit(
     yield from glossed_names(unit.text)
 
 
+def asked_cells(unit: EvidenceUnit, question: str) -> list[str]:
+    """The cells of a table row under the columns whose header the question uses: a question
+    that asks for the toolchain of a board is answered, in the board's row, by the cell under
+    "Toolchain" (the row is found by what the question states, the column by what it asks).
+
+    >>> row = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind=UnitKind.ROW,
+    ...     text="Kite 3 | ~25ms | WrenKit", cells=["Kite 3", "~25ms", "**WrenKit**"],
+    ...     header=["Board", "Latency", "Toolchain"])
+    >>> asked_cells(row, "Kite 3 owners: which toolchain fits it?")
+    ['WrenKit']
+    >>> asked_cells(row, "How fast is it?")
+    []
+    """
+    if unit.kind != UnitKind.ROW or not question:
+        return []
+    return [
+        strip_markup(cell)
+        for cell, head in zip(unit.cells, unit.header, strict=False)
+        if head.strip() and names_in(strip_markup(head), question)
+    ]
+
+
 #: a setting given a quoted value (`HSA_OVERRIDE="10.3.0"`, `backend='gloo'`)
 _ASSIGNED = re.compile(r"""([A-Za-z_][\w.\-]*)\s*=\s*(?:"[^"]*"|'[^']*')""")
 
@@ -318,6 +343,8 @@ def candidate_names(
     for candidate in prior:
         add(candidate.name, candidate.entity)
     for unit in units:
+        for cell in asked_cells(unit, question):
+            add(cell)
         for eid in [unit.subject, *unit.mentions]:
             add_entity(eid)
         if is_readme(unit.doc):

@@ -390,3 +390,35 @@ def test_alternatives_written_as_plain_words_are_options_where_the_page_says_the
     question = "特征维度很大，选按词表切分还是按向量切分？"
     names = [c.name for c in _reading(assistant, question).candidates]
     assert names[:2] == ["按词表切分", "按向量切分"], names
+
+
+BOARDS = """# 几块板子的实测笔记
+
+## 三种板子的实测
+
+| 开发板 | 平均耗时 | 工具链 |
+|---|---|---|
+| Kite 3 | ~25ms | WrenKit |
+| Heron Nano | ~30ms | FinchRT |
+| Plover 2 | ~41ms | TernLite |
+"""
+
+
+def test_a_table_row_gives_the_cell_under_the_column_the_question_asks_for(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The row is found by what the question states (the board), the column by what it asks
+    (the toolchain): that cell is a name the reader may pick, which no row label or entity
+    gives, and the cells of the columns it does not ask for are not."""
+    boards = _page_assistant(tmp_path_factory, "boards.md", BOARDS)
+    reading = _reading(boards, "手上是一块 Kite 3 开发板，跑检测网络时选哪套工具链？")
+    names = [c.name for c in reading.candidates]
+    assert "WrenKit" in names, names
+    assert "~25ms" not in names and "Kite 3" not in names, names
+    row = next(n for n, u in enumerate(reading.evidence, 1) if "WrenKit" in u.text)
+    wren = next(c for c in reading.candidates if c.name == "WrenKit")
+    assert row in wren.evidence
+    # asked of the figure, the toolchain's column is not asked for
+    assert "WrenKit" not in [
+        c.name for c in _page_candidates(boards, "Kite 3 平均耗时大概几毫秒？")
+    ]
