@@ -228,21 +228,23 @@ def asked_cells(unit: EvidenceUnit, question: str) -> list[str]:
     """The cells of a table row under the columns whose header the question uses: a question
     that asks for the toolchain of a board is answered, in the board's row, by the cell under
     "Toolchain" (the row is found by what the question states, the column by what it asks).
+    Ingest keeps a row's cells and header with their markup already stripped (`ingest.units`):
+    stripping again would read an identifier's trailing underscore as emphasis.
 
     >>> row = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind=UnitKind.ROW,
-    ...     text="Kite 3 | ~25ms | WrenKit", cells=["Kite 3", "~25ms", "**WrenKit**"],
+    ...     text="Kite 3 | ~25ms | grab_frame_()", cells=["Kite 3", "~25ms", "grab_frame_()"],
     ...     header=["Board", "Latency", "Toolchain"])
-    >>> asked_cells(row, "Kite 3 owners: which toolchain fits it?")
-    ['WrenKit']
+    >>> asked_cells(row, "Kite 3 owners: which toolchain fits it?")  # as the page writes it
+    ['grab_frame_()']
     >>> asked_cells(row, "How fast is it?")
     []
     """
     if unit.kind != UnitKind.ROW or not question:
         return []
     return [
-        strip_markup(cell)
+        cell
         for cell, head in zip(unit.cells, unit.header, strict=False)
-        if head.strip() and names_in(strip_markup(head), question)
+        if head.strip() and names_in(head, question)
     ]
 
 
