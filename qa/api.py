@@ -50,6 +50,7 @@ from qa.read.frame import (
     asks_setting,
     linked_options,
     named_things,
+    offers_alternatives,
     said_options,
     strip_injection,
 )
@@ -321,21 +322,22 @@ class Assistant:
         # it is the asker's situation ("Foo、Bar 这类模型，A 和 B 选哪个？")
         at, until = frame.asking_sentence
         asking = at < until  # (0, 0): no clause was found to ask, and the whole question does
-        options = [o.text for o in frame.options if not asking or at <= o.start < until]
+        offered = [o for o in frame.options if not asking or at <= o.start < until]
+        options = [o.text for o in offered]
         if not options:
             linked = {e.surface: e.id for e in question.entities if e.id in self.graph}
-            options = [
-                self.graph.entity(linked[o.text]).name
-                for o in linked_options(
-                    frame.text,
-                    frame.asking_sentence,
-                    [(surface, frame.text.find(surface, at)) for surface in linked],
-                )
-            ] or [o.text for o in frame.options]
+            offered = linked_options(
+                frame.text,
+                frame.asking_sentence,
+                [(surface, frame.text.find(surface, at)) for surface in linked],
+            )
+            options = [self.graph.entity(linked[o.text]).name for o in offered]
+            if not options:
+                offered = frame.options
+                options = [o.text for o in offered]
         if not options:  # alternatives written as plain words ("按层切还是按张量切")
-            options = [
-                o.text for o in said_options(frame.text, frame.asking_sentence, self.evidence.says)
-            ]
+            offered = said_options(frame.text, frame.asking_sentence, self.evidence.says)
+            options = [o.text for o in offered]
         # a document that alone names a thing the question names (its project, an option, a
         # model) is read, its best units added where the ranking found none of it
         named = [d for n, _ in named_things(frame.text) if (d := self.evidence.document_naming(n))]
@@ -367,6 +369,8 @@ class Assistant:
             graph=self.graph,
             documents=self.documents,
             options=options,
+            # "A or B?": the answer is one of them (not "such as A or B", nor "A 和 B 都装好了")
+            alternatives=offers_alternatives(frame.text, offered, frame.asking_sentence),
             named=question.entity_ids,
             draft=draft,
             labels=self.section_labels,

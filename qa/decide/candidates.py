@@ -98,6 +98,10 @@ class Candidate(BaseModel):
         default_factory=list, description="the numbers of the evidence lines that name it"
     )
     proposed: bool = Field(default=False, description="the graph's own answer picked it too")
+    offered: bool = Field(
+        default=False,
+        description="one of the alternatives the question offers (`Reading.alternatives`)",
+    )
 
     @property
     def key(self) -> str:

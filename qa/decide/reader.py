@@ -13,7 +13,7 @@ other; nothing unverified reaches the user. An unusable answer raises `LLMBadRes
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -479,14 +479,19 @@ def _same(candidate: Candidate, recommendation: DraftRecommendation) -> bool:
     )
 
 
-def _graph_bound(pick: Candidate, base: AnswerDraft) -> DraftRecommendation | None:
+def _graph_bound(
+    pick: Candidate, base: AnswerDraft, offered: Sequence[Candidate] = ()
+) -> DraftRecommendation | None:
     """The graph's first pick, where it stands in for the reader's: the reader picked a thing
     the graph knows (an entity) that the graph did not pick, and the graph picked a thing it
     knows, on verified paths. Among the things it knows the graph weighs their edges, which the
     reader is not shown; what the graph cannot weigh (a name only the text gives) is the
     reader's. Measured with the 0.5B reader on the three public sets (`README.md`): the
     READMEs' and the bundled articles' accuracy rose by 14 and 9 points, the docs pages' and
-    tutorials' stayed.
+    tutorials' stayed. Of a question that offers alternatives ("A or B?"; `offered`, the
+    candidates that are those), the answer is one of them: the graph's pick stands in for a
+    pick that is none of them (one only the text gives too) where it is one of them (it too
+    may be a name only the text gives), and not for a pick that is one where it is none.
 
     >>> point = DraftPoint(doc="d", start=0, end=1, quote="x", text="x")
     >>> graph = AnswerDraft(question="q", language="en", recommendations=[
@@ -497,11 +502,25 @@ def _graph_bound(pick: Candidate, base: AnswerDraft) -> DraftRecommendation | No
     True
     >>> _graph_bound(Candidate(name="vLLM", entity="engine:vllm"), graph) is None  # the same
     True
+    >>> tgi = Candidate(name="TGI", entity="engine:tgi", offered=True)  # "TGI or Wisp?"
+    >>> _graph_bound(tgi, graph, [tgi, Candidate(name="Wisp", offered=True)]) is None
+    True
+    >>> vllm = Candidate(name="vLLM", entity="engine:vllm", offered=True)  # "vLLM or TGI?"
+    >>> _graph_bound(Candidate(name="Hutch Cloud"), graph, [vllm, tgi]).name
+    'vLLM'
     """
-    if pick.entity is None or not base.recommendations:
+    if not base.recommendations:
         return None
     first = base.recommendations[0]
-    if first.id.startswith("value:") or not first.points:
+    if not first.points:
+        return None
+    if offered:
+        graphs = any(_same(c, first) for c in offered)
+        if pick not in offered and graphs:
+            return first  # "A or B?" answered with neither: the graph's, which is one of them
+        if pick in offered and not graphs:
+            return None  # and not with a third thing for one of them
+    if pick.entity is None or first.id.startswith("value:"):
         return None
     if any(_same(pick, r) for r in base.recommendations):
         return None  # one of the graph's own picks: the reader's choice among them stands
@@ -543,10 +562,14 @@ def draft_from_verdict(
     if verdict.pick is not None:
         pick = verdict.pick
         drafted = next((r for r in base.recommendations if _same(pick, r)), None)
-        bound = _graph_bound(pick, base)
+        offered = [c for c in reading.candidates if c.offered]
+        bound = _graph_bound(pick, base, offered)
         if bound is not None:
             notes.append(
-                f"the reader picked {pick.name}, a thing the graph knows and did not pick: "
+                f"the reader picked {pick.name}, none of the alternatives the question offers: "
+                f"the graph's pick {bound.name}, one of them, stands"
+                if offered and pick not in offered
+                else f"the reader picked {pick.name}, a thing the graph knows and did not pick: "
                 f"the graph's pick {bound.name} stands"
             )
             recommendations.append(bound)

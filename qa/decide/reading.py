@@ -10,6 +10,7 @@ next (`further`) and those next to the units read in their sections (`around`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Container, Sequence
 
 from pydantic import BaseModel, Field
@@ -19,6 +20,7 @@ from kg.documents import EvidenceUnit, UnitKind
 from kg.graph import KnowledgeGraph
 from kg.schema import normalize_name
 from qa.decide.candidates import Candidate, candidate_names, number_evidence
+from qa.read.frame import joins_alternatives
 from qa.retrieve.units import RankedUnit
 from qa.schema import AnswerDraft, Language
 
@@ -117,6 +119,12 @@ class Reading(BaseModel):
         default_factory=list,
         description="the alternatives the question names, their names normalised",
     )
+    alternatives: bool = Field(
+        default=False,
+        description="whether the question offers its options as the alternatives its answer "
+        'is one of ("A or B?"): a pick that is none of them gives way to the graph\'s pick '
+        "where that is one",
+    )
     figure: bool = Field(
         default=False,
         description="whether a figure answers the question (it asks how much or how many): "
@@ -153,6 +161,7 @@ class Reading(BaseModel):
         graph: KnowledgeGraph,
         documents: dict[str, str],
         options: Sequence[str] = (),
+        alternatives: bool = False,
         named: Sequence[str] = (),
         draft: AnswerDraft | None = None,
         labels: Container[tuple[str, str]] = (),
@@ -163,14 +172,16 @@ class Reading(BaseModel):
         window: Callable[[EvidenceUnit], list[EvidenceUnit]] | None = None,
     ) -> Reading:
         """The reading of a question from its ranked units: `options` are the alternatives the
-        question names, `named` the entities it links to; `figure`: a figure answers it (it asks how
-        much or how many); `setting`: it asks which setting; `first_docs` the documents whose best
-        unit it must read (those of the things it names); the graph's draft (when given) lends its
-        picks as candidates; `window` gives the units next to a unit in its section
-        (`UnitIndex.section_window`). Candidates of every kind are the reader's to weigh: a
-        question's words for a kind of thing say what it is about as often as what it asks for (a
-        question set in an inference engine may ask for a parallelism), and leaving out the other
-        kinds measured no better (README)."""
+        question names (`alternatives`: offered as those its answer is one of, each candidate
+        that is one of them by its name or its entity's marked `offered`), `named` the entities
+        it links to; `figure`: a figure answers it (it asks how much or how many); `setting`: it
+        asks which setting; `first_docs` the documents whose best unit it must read (those of
+        the things it names); the graph's draft (when given) lends its picks as candidates;
+        `window` gives the units next to a unit in its section (`UnitIndex.section_window`).
+        Candidates of every kind are the reader's to weigh: a question's words for a kind of
+        thing say what it is about as often as what it asks for (a question set in an inference
+        engine may ask for a parallelism), and leaving out the other kinds measured no better
+        (README)."""
 
         pointers: dict[str, bool] = {}  # both selections below ask of the same units
 
@@ -206,8 +217,29 @@ class Reading(BaseModel):
             numbered = [c for c in number_evidence(found, evidence, documents) if c.evidence]
             first = {normalize_name(n) for n in [*options, *(c.name for c in prior)]}
             proposed = {normalize_name(c.name) for c in prior}
+            offered = {normalize_name(o) for o in options} if alternatives else set()
+            within = [re.compile(rf"(?<![\w.\-]){re.escape(o)}(?![\w.\-])", re.I) for o in options]
+
+            def is_offered(c: Candidate) -> bool:
+                """One of the alternatives by its name or its entity's, or a name that holds
+                one of them and no other ("Gorse with Turbo" of "Wisp or Gorse?", not a
+                title "Foo vs. Bar")."""
+                names = [c.name]
+                if c.entity is not None and c.entity in graph:
+                    node = graph.entity(c.entity)
+                    names += [node.name, *node.aliases]
+                if any(normalize_name(n) in offered for n in names):
+                    return True
+                held = sum(1 for p in within if p.search(c.name))
+                return held == 1 and not joins_alternatives(c.name)
+
             candidates = [
-                c.model_copy(update={"proposed": normalize_name(c.name) in proposed})
+                c.model_copy(
+                    update={
+                        "proposed": normalize_name(c.name) in proposed,
+                        "offered": bool(offered) and is_offered(c),
+                    }
+                )
                 for c in rank_candidates(numbered, first)[:max_candidates]
             ]
         return cls(
@@ -217,6 +249,7 @@ class Reading(BaseModel):
             evidence=evidence,
             candidates=candidates,
             options=list(dict.fromkeys(normalize_name(o) for o in options)),
+            alternatives=alternatives and len(options) >= 2,
             figure=figure,
             setting=setting,
             further=[u for u in after if id(u) not in read],

@@ -25,8 +25,10 @@ __all__ = [
     "asks_reason",
     "asks_setting",
     "asks_yes_no",
+    "joins_alternatives",
     "linked_options",
     "named_things",
+    "offers_alternatives",
     "quantity_asked",
     "question_options",
     "said_options",
@@ -275,6 +277,67 @@ def question_options(text: str) -> list[Option]:
     return []
 
 
+def offers_alternatives(text: str, options: Sequence[Option], asking: tuple[int, int]) -> bool:
+    """Whether a question offers its options as the alternatives its answer is one of: joined
+    by a word that says either ("A or B", "A 还是 B", "A vs B"), set "between" ("between A and
+    B"), or compared in the sentence that asks ("A 和 B 比，谁…"); not where they are examples
+    ("such as A or B") or things the asker names before asking for something else ("A 和 B 都
+    装好了，接下来还缺哪样东西？"). `asking` is the span of the sentence that asks.
+
+    >>> q = "Should we serve it with Quokka or Wisp?"
+    >>> offers_alternatives(q, question_options(q), (0, len(q)))
+    True
+    >>> q = "Which library fits plugins such as Gorse or Wisp?"
+    >>> offers_alternatives(q, question_options(q), (0, len(q)))
+    False
+    >>> q = "Gorse 和 Wisp 都装好了，接下来还缺哪样东西？"
+    >>> offers_alternatives(q, [Option("Gorse", 0), Option("Wisp", 8)], (0, len(q)))
+    False
+    >>> q = "Gorse 和 Wisp 比，谁更快？"
+    >>> offers_alternatives(q, [Option("Gorse", 0), Option("Wisp", 8)], (0, len(q)))
+    True
+    """
+    if len(options) < 2:
+        return False
+    ordered = sorted(options, key=lambda o: o.start)
+    if _EXAMPLES.search(text, 0, ordered[0].start):
+        return False
+    start, end = asking if asking[0] < asking[1] else (0, len(text))
+    if _BETWEEN.search(text, start, ordered[0].start):
+        return True
+    if any(
+        _EITHER.search(text, a.start + len(a.text), b.start) for a, b in itertools.pairwise(ordered)
+    ):
+        return True
+    return _COMPARED.search(text, ordered[0].start, end) is not None
+
+
+def joins_alternatives(name: str) -> bool:
+    """Whether a name joins alternatives itself ("Foo vs. Bar", "Foo or Bar"): a comparison's
+    title, not one of its alternatives.
+
+    >>> joins_alternatives("Gorse vs. Wisp vs. Kestrel"), joins_alternatives("Gorse with Turbo")
+    (True, False)
+    """
+    return _EITHER.search(name) is not None
+
+
+#: what a list of examples opens with ("such as A or B", "例如 A 或 B"): no alternatives
+_EXAMPLES = re.compile(
+    rf"(?<![A-Za-z]){cues.alternatives('question.option.example')}[\s,，:：]*$", re.I
+)
+#: "between" right before the first of two alternatives
+_BETWEEN = re.compile(
+    rf"(?<![A-Za-z]){cues.alternatives('question.option.between')}\s+"
+    rf"(?:{cues.alternatives('question.option.article')}\s+)?$",
+    re.I,
+)
+#: a word that sets the things named before it side by side ("how does A compare with B")
+_COMPARED = re.compile(
+    rf"(?<![A-Za-z]){cues.alternatives('question.option.compare')}(?![A-Za-z])", re.I
+)
+
+
 #: an alternative listed before the two a question joins: "A、" of "A、B 还是 C"
 _LISTED_BEFORE = re.compile(rf"(?<![A-Za-z\d])(?P<c>{_WORD})\s*、\s*$")
 #: an alternative listed after them: "、C" or " 还是 C" of "A、B 还是 C"
@@ -331,6 +394,12 @@ def linked_options(
     >>> q = "Do I shrink it with tarnlib or ship Gizmo?"
     >>> linked_options(q, (0, len(q)), [("tarnlib", 20), ("Gizmo", 36)])
     []
+
+    An article may stand before the second ("a tarnlib model or a Gizmo model").
+
+    >>> q = "Do I shrink it with tarnlib or a Gizmo model?"
+    >>> [o.text for o in linked_options(q, (0, len(q)), [("tarnlib", 20), ("Gizmo", 33)])]
+    ['tarnlib', 'Gizmo']
     """
     start, end = asking
     inside = sorted((at, surface) for surface, at in names if start <= at < end)
@@ -339,7 +408,7 @@ def linked_options(
         joined = _JOINER.match(between)
         if joined is None:
             continue
-        again = between[joined.end() :].strip()
+        again = _ARTICLE.sub("", between[joined.end() :].strip())
         before = _LAST_WORD.search(text[start:a_at])
         if not again or (before is not None and again.casefold() == before.group(1).casefold()):
             return [Option(a, a_at), Option(b, b_at)]
@@ -348,6 +417,8 @@ def linked_options(
 
 #: the word a name follows ("with" in "with A", "用" in "用 A")
 _LAST_WORD = re.compile(r"([A-Za-z]+|[\u4e00-\u9fff])\s*$")
+#: an article before a name ("a" in "or a Gizmo model")
+_ARTICLE = re.compile(rf"(?:^|\s+){cues.alternatives('question.option.article')}$", re.I)
 
 #: what stands between two alternatives however they are written ("A 还是 B", "A or B")
 _EITHER = re.compile(

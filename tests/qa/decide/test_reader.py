@@ -767,3 +767,76 @@ def test_a_question_that_asks_which_setting_is_answered_by_a_setting_a_line_writ
     verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
     assert chat.sent[0][1]["enum"] == [at], chat.sent[0][1]
     assert verdict.pick is not None and verdict.pick.name == "QUOKKA_DEVICES", verdict
+
+
+BENCHMARK_POST = """# Serving a 400B model on eight Zephyr-9 cards
+
+We rented a bare-metal box with eight Zephyr-9 cards for this benchmark of a 400B model and ran
+every test inside Docker.
+
+KestrelServe is an engine that hosts chat models. SorrelLM is an engine that hosts chat models
+too.
+
+## Results
+
+At large batch sizes and long prompts, KestrelServe answers sooner than SorrelLM.
+
+SorrelLM starts faster, but it falls behind once many long requests are in flight.
+
+## Recommendation
+
+For long prompts and large batches, use KestrelServe.
+"""
+
+
+def test_a_question_that_offers_alternatives_is_answered_with_one_of_them(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """ "A or B?": a pick that is neither (a name only the text gives, a section title) gives
+    way to the graph's pick where that is one of them; a pick that is one of them stands
+    against a graph pick that is neither. A question that names them as examples ("such as A
+    or B") offers no alternatives."""
+    store = article_store(tmp_path_factory, {"serving-bench.md": BENCHMARK_POST})
+    page = Assistant.open(store, dense=False, llm="none")
+    setup = "We have a bare-metal box with eight Zephyr-9 cards for a 400B model and use Docker."
+    question = setup + " Should we serve it with KestrelServe or SorrelLM?"
+    reading = _reading(page, question)
+    assert reading.alternatives
+    offered = [c for c in reading.candidates if c.offered]
+    assert {c.name for c in offered} == {"KestrelServe", "SorrelLM"}
+    base, _specific, _ranked = page._drafted(page.understand(question))
+    graph_pick = base.recommendations[0]
+    assert graph_pick.name in {c.name for c in offered}
+    neither = next(c for c in reading.candidates if not c.offered)
+    verdict = Verdict(evidence=neither.evidence[:1], pick=neither, model="m")
+    made = draft_from_verdict(reading, verdict, page.evidence.point, base)
+    assert made.recommendations[0] == graph_pick
+    assert any("alternatives" in note and graph_pick.name in note for note in made.notes)
+    # the same pick where the question offers no alternatives: the reader's stands
+    plain = reading.model_copy(
+        update={
+            "alternatives": False,
+            "candidates": [c.model_copy(update={"offered": False}) for c in reading.candidates],
+        }
+    )
+    made = draft_from_verdict(plain, verdict, page.evidence.point, base)
+    assert made.recommendations[0].name == neither.name
+    # one of them picked against a graph whose first pick is a third thing: the pick stands
+    other = next(c for c in offered if c.name != graph_pick.name)
+    third = base.model_copy(
+        update={
+            "recommendations": [
+                graph_pick.model_copy(update={"id": "tool:docker", "name": "Docker"}),
+                *base.recommendations,
+            ]
+        }
+    )
+    verdict = Verdict(evidence=other.evidence[:1], pick=other, model="m")
+    made = draft_from_verdict(reading, verdict, page.evidence.point, third)
+    assert made.recommendations[0].name == other.name
+    examples = _reading(page, setup + " Which server fits engines such as KestrelServe?")
+    assert not examples.alternatives
+    examples = _reading(
+        page, setup + " Which server fits, for engines such as KestrelServe or SorrelLM?"
+    )
+    assert not examples.alternatives and not any(c.offered for c in examples.candidates)
