@@ -1,5 +1,6 @@
-"""Load corpus files into `Document`s: Markdown, MDX, reStructuredText, plain text, HTML (UTF-8
-or GB18030), Jupyter notebooks and PDFs with a text layer (`ingest.formats`).
+"""Load corpus files into `Document`s: Markdown, MDX, Quarto and R Markdown, reStructuredText,
+plain text, HTML (UTF-8 or GB18030), Jupyter notebooks and PDFs with a text layer
+(`ingest.formats`).
 
 Every file under a corpus root becomes either a `Document` or a one-line reason why it was skipped
 (`LoadResult`). Hidden files and folders (names starting with '.') are skipped silently; every other

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ingest.formats.dialects import QUARTO
 from ingest.markup import is_decorative, strip_markup
 from ingest.structure.code import Line, code_like
 from ingest.structure.items import indent_depths, table_cells
@@ -98,7 +99,7 @@ def is_markdown(doc: Document) -> bool:
     >>> is_markdown(Document.from_text("a.txt", "一、对比\\n正文"))
     False
     """
-    if doc.media_type in ("text/markdown", "text/html"):
+    if doc.media_type in ("text/markdown", QUARTO, "text/html"):
         return True
     # plain text reads as Markdown only with Markdown's own marks: a code fence, links, or
     # headings at two levels (a "# comment" in pasted code is no heading)

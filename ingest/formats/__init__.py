@@ -4,6 +4,8 @@
   matter and MyST's cell lines masked (`ingest.formats.dialects`).
 - `.mdx` (text/mdx): the file; the Markdown reader, JSX and `import`/`export` masked, and no
   indented code (MDX has none: text indented under a tag is text).
+- `.qmd`, `.Rmd` (Quarto and R Markdown: `text/x-quarto`): the file; the Markdown reader,
+  Pandoc's front matter, div fences and heading attributes masked, every fence code (a cell).
 - `.rst`, `.rest` (text/x-rst): the file; docutils (`ingest.formats.rst`).
 - `.ipynb` (application/x-ipynb+json): Markdown cells and fenced code cells
   (`ingest.formats.notebook`); the Markdown reader.
@@ -22,18 +24,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.formats.dialects import MDX, masked, unmasked
+from ingest.formats.dialects import MDX, QUARTO, masked, unmasked
 from ingest.formats.notebook import NOTEBOOK
 from ingest.formats.pdf import PDF
 from kg.documents import Block, Document
 
-__all__ = ["MDX", "NOTEBOOK", "PDF", "RST", "document_blocks", "media_type_of", "reads_as_essay"]
+__all__ = [
+    "MDX",
+    "NOTEBOOK",
+    "PDF",
+    "QUARTO",
+    "RST",
+    "document_blocks",
+    "media_type_of",
+    "reads_as_essay",
+]
 
 RST = "text/x-rst"
 _MEDIA_TYPES = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
     ".mdx": MDX,
+    ".qmd": QUARTO,
+    ".rmd": QUARTO,
     ".rst": RST,
     ".rest": RST,
     ".ipynb": NOTEBOOK,
@@ -50,6 +63,8 @@ def media_type_of(path: Path) -> str | None:
 
     >>> media_type_of(Path("docs/index.rst")), media_type_of(Path("a.png"))
     ('text/x-rst', None)
+    >>> media_type_of(Path("posts/serving.qmd")), media_type_of(Path("report.Rmd"))
+    ('text/x-quarto', 'text/x-quarto')
     """
     return _MEDIA_TYPES.get(path.suffix.lower())
 
@@ -67,8 +82,8 @@ def document_blocks(doc: Document) -> list[Block]:
         from ingest.formats.pdf import parse_pdf
 
         return parse_pdf(doc)
-    if doc.media_type in (MDX, NOTEBOOK, "text/markdown") or is_markdown(doc):
-        text = masked(doc.text, mdx=doc.media_type == MDX)
+    if doc.media_type in (MDX, NOTEBOOK, QUARTO, "text/markdown") or is_markdown(doc):
+        text = masked(doc.text, mdx=doc.media_type == MDX, pandoc=doc.media_type == QUARTO)
         if text == doc.text:
             return parse_markdown(doc, mdx=doc.media_type == MDX)
         view = doc.model_copy(update={"text": text, "media_type": "text/markdown"})

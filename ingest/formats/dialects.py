@@ -1,4 +1,4 @@
-"""Markdown as docs sites write it: front matter, MyST (Jupytext) notebooks and MDX.
+"""Markdown as docs sites write it: front matter, MyST (Jupytext) notebooks, MDX and Pandoc's.
 
 The Markdown reader (`ingest.markdown`) reads CommonMark and GitHub's Markdown. Docs pages add
 lines that are no text: YAML front matter (a Jupytext header), MyST's cell breaks (`+++`),
@@ -8,6 +8,11 @@ and `{expressions}`. `masked(text, mdx=...)` blanks those out with spaces (newli
 every offset stays the file's: the Markdown reader cuts the masked text into blocks, and each
 block is sliced again from the file (`unmasked`). What a JSX element wraps (Markdown between
 `<TabItem>` and `</TabItem>`) and what a MyST admonition holds stay text; code fences stay code.
+
+Quarto and R Markdown pages (`pandoc=True`) are Pandoc's Markdown: a backtick fence is code
+whatever its braces say (```` ```{python} ```` is a cell the page runs, not a directive), a
+`:::` div holds Markdown (`::: {.callout-note}`, `::: warning`: its fence lines are blanked), and
+a heading's attributes (`## Setup {#sec-setup}`) are no words of its title.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ import re
 
 from kg.documents import Block
 
-__all__ = ["MDX", "masked", "unmasked"]
+__all__ = ["MDX", "QUARTO", "masked", "unmasked"]
 
 MDX = "text/mdx"
+#: Quarto's and R Markdown's pages: Pandoc's Markdown with cells the page runs.
+QUARTO = "text/x-quarto"
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,}|:{3,})[ \t]*(\{[\w:.\-]+\}|[\w+#.\-]*)")
 #: MyST directives whose fence holds code or data, not Markdown.
@@ -34,6 +41,10 @@ _OPTION = re.compile(r"^[ \t]*:[\w\-]+:(?:[ \t].*)?$")
 _ESM = re.compile(r"^(?:import|export)\b[ \t{*\w'\"]")
 _JSX_START = re.compile(r"[ \t]*<(?:/?[A-Z][\w.]*|/?>)")
 _EXPRESSION = re.compile(r"^[ \t]*\{.*\}[ \t]*$")
+#: a Pandoc div's fence: three or more colons, then its attributes or class, if any
+_DIV = re.compile(r"^[ \t]{0,3}(:{3,})[ \t]*(\S.*)?$")
+#: a heading's attributes at its end: `## Setup {#sec-setup .unnumbered}`
+_HEADING_ATTRIBUTES = re.compile(r"^[ \t]{0,3}#{1,6}[ \t].*?[ \t](\{[#.][^{}]*\})[ \t#]*$")
 
 
 class _Mask:
@@ -83,14 +94,18 @@ def _tag_end(text: str, start: int, limit: int = 8000) -> int:
     return stop
 
 
-def masked(text: str, *, mdx: bool = False) -> str:
+def masked(text: str, *, mdx: bool = False, pandoc: bool = False) -> str:
     """`text` with what the Markdown reader should not read blanked out (module docstring).
 
     >>> masked("---\\ntitle: x\\n---\\n# Hi\\n")
     '   \\n        \\n   \\n# Hi\\n'
     >>> masked("import X from 'x'\\n\\n<Note>\\nText\\n</Note>\\n", mdx=True)
     '                 \\n\\n      \\nText\\n       \\n'
+    >>> masked("## Hi {#sec-hi}\\n::: note\\nText\\n:::\\n", pandoc=True)
+    '## Hi          \\n        \\nText\\n   \\n'
     """
+    if pandoc:
+        return _pandoc_masked(text)
     myst = "```{" in text or ":::{" in text
     if not (mdx or myst or _FRONT_MATTER_OPEN.match(text[:4].rstrip("\n"))):
         return text  # CommonMark as it is: nothing to mask
@@ -124,6 +139,30 @@ def masked(text: str, *, mdx: bool = False) -> str:
         elif mdx and (_JSX_START.match(line) or _EXPRESSION.match(line)):
             k = _blank_jsx(text, lines, k, mask)
             continue
+        k += 1
+    return mask.result()
+
+
+def _pandoc_masked(text: str) -> str:
+    """`masked` for Pandoc's Markdown (Quarto, R Markdown): front matter, div fences and
+    heading attributes blanked; every backtick or tilde fence is code, its lines kept."""
+    mask = _Mask(text)
+    lines = _lines(text)
+    k = _front_matter(text, lines, mask)
+    fence = ""  # the open code fence's mark
+    while k < len(lines):
+        start, end = lines[k]
+        line = text[start:end]
+        m = _FENCE.match(line)
+        if fence:
+            if m is not None and _closes(m, fence, line):
+                fence = ""
+        elif m is not None and m.group(1)[0] != ":":
+            fence = m.group(1)
+        elif _DIV.match(line):
+            mask.blank(start, end)
+        elif (attributes := _HEADING_ATTRIBUTES.match(line)) is not None:
+            mask.blank(start + attributes.start(1), start + attributes.end(1))
         k += 1
     return mask.result()
 

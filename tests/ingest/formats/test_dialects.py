@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest.formats import MDX, document_blocks
+from ingest.formats import MDX, QUARTO, document_blocks
 from ingest.formats.dialects import masked
 from ingest.load import load_document
 from ingest.markup import clean_inline
@@ -149,3 +149,48 @@ def test_plain_markdown_is_read_as_before() -> None:
         BlockKind.PROSE,
         BlockKind.LIST,
     ]
+
+
+QUARTO_PAGE = """\
+---
+title: "Serving Brindle"
+format: html
+---
+
+## Which server {#sec-server}
+
+::: {.callout-note}
+Brindle serves **four models** on one GPU.
+:::
+
+```{python}
+#| echo: false
+# a comment in a cell is code, not a heading
+import brindle
+```
+
+::: warning
+Windows is not supported.
+:::
+"""
+
+
+def test_quarto_cells_are_code_and_divs_hold_text(tmp_path: Path) -> None:
+    for name in ("serving.qmd", "serving.Rmd"):
+        path = tmp_path / name
+        path.write_text(QUARTO_PAGE, "utf-8")
+        doc = load_document(path, tmp_path)
+        assert doc.media_type == QUARTO and doc.text == QUARTO_PAGE
+        blocks = document_blocks(doc)
+        for block in blocks:
+            assert block.text == doc.text[block.start : block.end]
+        assert [b.kind for b in blocks] == [
+            BlockKind.HEADING,
+            BlockKind.PROSE,
+            BlockKind.CODE,
+            BlockKind.PROSE,
+        ]
+        assert blocks[0].heading_path == ("Which server",)
+        assert blocks[1].text == "Brindle serves **four models** on one GPU."
+        assert blocks[2].code is not None and "import brindle" in blocks[2].code
+        assert blocks[3].text == "Windows is not supported."
