@@ -218,7 +218,10 @@ class Reading(BaseModel):
             first = {normalize_name(n) for n in [*options, *(c.name for c in prior)]}
             proposed = {normalize_name(c.name) for c in prior}
             offered = {normalize_name(o) for o in options} if alternatives else set()
-            within = [re.compile(rf"(?<![\w.\-]){re.escape(o)}(?![\w.\-])", re.I) for o in options]
+            within = [
+                re.compile(rf"(?<![\w.\-]){re.escape(o)}(?![\w.\-])", re.I)
+                for o in (options if alternatives else ())
+            ]
 
             def is_offered(c: Candidate) -> bool:
                 """One of the alternatives by its name or its entity's, or a name that holds

@@ -821,19 +821,26 @@ def test_a_question_that_offers_alternatives_is_answered_with_one_of_them(
     )
     made = draft_from_verdict(plain, verdict, page.evidence.point, base)
     assert made.recommendations[0].name == neither.name
-    # one of them picked against a graph whose first pick is a third thing: the pick stands
-    other = next(c for c in offered if c.name != graph_pick.name)
+    # one of them, a thing the graph knows and did not pick, against a graph whose first pick
+    # is a third thing: the pick stands (where no alternatives are asked, it gives way)
+    known = next(c for c in offered if c.name != graph_pick.name)
+    other = known.model_copy(update={"entity": "inference-engine:" + known.name.lower()})
+    reading = reading.model_copy(
+        update={"candidates": [other if c == known else c for c in reading.candidates]}
+    )
     third = base.model_copy(
         update={
             "recommendations": [
                 graph_pick.model_copy(update={"id": "tool:docker", "name": "Docker"}),
-                *base.recommendations,
+                graph_pick,
             ]
         }
     )
     verdict = Verdict(evidence=other.evidence[:1], pick=other, model="m")
     made = draft_from_verdict(reading, verdict, page.evidence.point, third)
     assert made.recommendations[0].name == other.name
+    made = draft_from_verdict(plain, verdict, page.evidence.point, third)
+    assert made.recommendations[0].name == "Docker"
     examples = _reading(page, setup + " Which server fits engines such as KestrelServe?")
     assert not examples.alternatives
     examples = _reading(
