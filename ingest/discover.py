@@ -7,9 +7,13 @@ Names come from where documentation puts them, not from a list of known projects
   recurs; typed from the definition sentence ("a minimalist ML **framework**"). A README's file
   names its project; a docs page's or an article's names its topic (`01-Deploy.md`), led at
   most by its project (`vllm-parallelism_scaling.md`): a page's title that nothing types is
-  no product (the project of a docs folder is the pages' subject: `ingest.context`);
+  no product (the project of a docs folder is the pages' subject: `ingest.context`); a
+  catalogue ("A curated list of …") has none: what it lists are the things;
 - **list leads** (`- **NNCF** - model optimization …`, `- [Optimum Intel](…) - …`), the first
   column and the header of tables, short headings, and `Long Name (ABBR)` / `名称（Alias）` pairs;
+  a lead that its item describes as a thing of a kind, a cell of a column that lists names, and
+  a name that its "X is a … library" definition types are names by their place, whatever their
+  shape (`Kestrant`, `Harbo`);
 - **name-shaped tokens** anywhere: `CamelCase`, letters with digits (`FlashAttention-2`,
   `RTX 4090`), dotted names (`llama.cpp`, `Paddle.js`);
 - **installed packages**: what a code block's `pip install` installs is a library
@@ -43,12 +47,14 @@ __all__ = [
     "Discovered",
     "DocumentSubject",
     "common_word",
+    "describes_catalogue",
     "discover_names",
     "document_subject",
     "installed_packages",
     "installed_thing",
     "is_readme",
     "looks_like_entity",
+    "reads_as_chinese",
     "type_from_description",
 ]
 
@@ -106,6 +112,8 @@ _DEFINITION = re.compile(
     rf"(?P<verb>{cues.alternatives('names.definition_verb')})",
 )
 _IS_A = re.compile(rf"^{cues.alternatives('names.is_a')}$")
+#: an opening that says a document is a catalogue of things (`describes_catalogue`)
+_CATALOGUE = re.compile(rf"^{cues.alternatives('names.catalogue')}", re.I)
 _NEWS = re.compile(
     rf"^\[?\d{{4}}[/.\-]\d{{1,2}}|^(?:{_MONTHS})\b.*\d{{4}}|^{cues.alternatives('names.news_date')}",
     re.I,
@@ -191,10 +199,19 @@ def type_from_description(text: str) -> NodeType | None:
 
 
 def _chinese(text: str) -> bool:
-    """Whether a description is written in Chinese (more Han characters than a third of its
-    Latin letters): its head noun comes last, as `type_from_description` reads it."""
-    clause = _FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0]
-    return len(CJK.findall(clause)) > len(re.findall(r"[A-Za-z]", clause)) / 3
+    """Whether a description is written in Chinese (`reads_as_chinese`, its first clause): its
+    head noun comes last, as `type_from_description` reads it."""
+    return reads_as_chinese(_FIRST_CLAUSE_END.split(text[:200], maxsplit=1)[0])
+
+
+def reads_as_chinese(text: str) -> bool:
+    """Whether a text is written in Chinese: more Han characters than a third of its Latin
+    letters.
+
+    >>> reads_as_chinese("kestrel 支持多卡推理"), reads_as_chinese("Kestrel supports 量化")
+    (True, False)
+    """
+    return len(CJK.findall(text)) > len(re.findall(r"[A-Za-z]", text)) / 3
 
 
 def type_of_head(text: str) -> NodeType | None:
@@ -486,7 +503,10 @@ def _name_in(text: str, lexicon: Lexicon) -> str | None:
 def document_subject(
     doc: Document, units: list[EvidenceUnit], lexicon: Lexicon
 ) -> DocumentSubject | None:
-    """The project a document is about, or None (an essay that compares several things)."""
+    """The project a document is about, or None (an essay that compares several things, or a
+    catalogue of them: `describes_catalogue`)."""
+    if describes_catalogue(units):
+        return None
     stem = normalize_name(file_stem(doc.id))
     scores: dict[str, float] = defaultdict(float)
     found: dict[str, tuple[str, EvidenceUnit, NodeType | None]] = {}
@@ -569,6 +589,42 @@ def document_subject(
     if resolved is None and not readme and not by_file and _is_title(key, units):
         return None  # a page's title names its topic: nothing says it is a product
     return DocumentSubject(name, alias_set, resolved or NodeType.TOOL, unit)
+
+
+def describes_catalogue(units: list[EvidenceUnit]) -> bool:
+    """Whether a document says at its opening that it is a catalogue of things, by its title or
+    one of its first three sentences ("A curated list of serving tools", "Foo is a list of …",
+    "本仓库整理了…", "推理框架汇总"): what it lists are the things, the list itself none, whatever
+    its file is named (a list's repository has a README too).
+
+    >>> def u(kind, text):
+    ...     return EvidenceUnit(id=text, doc="d", start=0, end=1, kind=kind, text=text)
+    >>> opening = [u("heading", "Awesome Serving"), u("sentence", "Welcome!"),
+    ...     u("sentence", "A short curated list of serving tools."), u("item", "Foo - a tool")]
+    >>> describes_catalogue(opening), describes_catalogue(opening[:2] + opening[3:])
+    (True, False)
+    >>> describes_catalogue([u("heading", "Kestrel"), u("sentence", "Kestrel is a curated list of "
+    ...     "quantized models."), u("sentence", "Kestrel is a collection of fast kernels.")])
+    True
+    >>> describes_catalogue([u("heading", "Kestrel"), u("sentence", "Kestrel is a collection of "
+    ...     "fast kernels, layers and optimizers.")])
+    False
+    >>> describes_catalogue([u("heading", "端侧推理框架汇总"), u("sentence", "以下按平台分类。")])
+    True
+    """
+    opening = [u for u in units[:16] if u.kind in (UnitKind.HEADING, UnitKind.SENTENCE)]
+    title = [u.text for u in opening if u.kind == UnitKind.HEADING][:1]
+    sentences = [u.text for u in opening if u.kind == UnitKind.SENTENCE][:3]
+    for text in [*title, *sentences]:
+        text = text.strip()
+        defined = _DEFINITION.match(text)
+        if _CATALOGUE.match(text) or (
+            defined is not None
+            and _IS_A.match(defined.group("verb"))
+            and _CATALOGUE.match(text[defined.end() :].strip())
+        ):
+            return True
+    return False
 
 
 def _is_title(key: str, units: list[EvidenceUnit]) -> bool:
@@ -690,13 +746,22 @@ def discover_names(
         if unit.lead and unit.kind == UnitKind.ITEM:
             lead = re.sub(r"\s*[（(][^）)]*[）)]\s*$", "", unit.lead).strip()
             lead = re.split(r"\s+for\s+", lead, maxsplit=1)[0]  # "X Execution Provider for Y"
-            if name_ok(lead):
-                rest = unit.text[len(unit.lead) :].lstrip(" :：-–—")
+            rest = unit.text[len(unit.lead) :].lstrip(" :：-–—")
+            if name_ok(lead) or _described_lead(lead, rest, plain_words):
                 described = (
                     type_from_description(rest) if _DESCRIBED.match(rest) else type_of_head(rest)
                 )
                 typed = type_from_name(lead) or described or type_of_list(unit.context)
                 found.append(Discovered(lead, unit, [], typed, "lead"))
+        defined = _DEFINITION.match(unit.text) if unit.kind == UnitKind.SENTENCE else None
+        if defined is not None and _IS_A.match(defined.group("verb")):
+            # "Kestrant is an extension for …": a name its definition types
+            name = defined.group("name").strip()
+            rest = unit.text[defined.end() :].strip()
+            if _DESCRIBED.match(rest) and (name_ok(name) or _capitalized_name(name, plain_words)):
+                typed = type_from_description(rest)
+                if typed is not None:
+                    found.append(Discovered(name, unit, [], typed, "defined"))
         if unit.kind == UnitKind.HEADING and len(unit.text.split()) <= 4:
             head = name_prefix(unit.text, lexicon, plain_words)
             head = head if head is None else _unmodified(head, lexicon)
@@ -715,7 +780,7 @@ def discover_names(
                 found.append(Discovered(name, unit, [], node_type, "family"))
         for name, node_type in listed_peers(unit.text, lexicon, plain_words):
             found.append(Discovered(name, unit, [], node_type, "peer"))
-    _first_column_names(units, lexicon, name_ok, found)
+    _first_column_names(units, lexicon, name_ok, found, plain_words)
     # each table's header once, in document order (a set's order follows the hash seed)
     headers = dict.fromkeys(
         tuple(u.header) for u in units if u.kind == UnitKind.ROW and len(u.header) >= 3
@@ -830,8 +895,11 @@ def _first_column_names(
     lexicon: Lexicon,
     name_ok: Callable[[str], bool],
     found: list[Discovered],
+    plain_words: AbstractSet[str],
 ) -> None:
-    """Names in a table's first column, when that column lists names (most cells are names)."""
+    """Names in a table's first column, when that column lists names: most of its cells are
+    names, some by their shape, the others capitalized words (`_capitalized_name`: a cell's
+    place in such a column says it is a name, whatever its shape)."""
     tables: dict[tuple[str, ...], list[EvidenceUnit]] = {}
     for unit in units:
         if unit.kind == UnitKind.ROW and unit.cells:
@@ -839,18 +907,25 @@ def _first_column_names(
     for rows in tables.values():
         firsts = [r.cells[0] for r in rows if r.cells[0]]
         named = [c for c in firsts if name_ok(c) and (lexicon.lookup(c) or NAME_TOKEN.search(c))]
-        if len(firsts) >= 2 and len(named) >= 0.6 * len(firsts):
+        # the column lists names where most of its cells are names, some of them by their shape
+        names = [c for c in firsts if c in named or _capitalized_name(c, plain_words)]
+        if len(firsts) >= 2 and named and len(names) >= 0.6 * len(firsts):
             label = rows[0].header[0] if rows[0].header else ""
             # the column's label says what its names are ("Model", "推理框架")
             kind = type_from_description(label) if len(label.split()) <= 3 else None
             for row in rows:
-                if row.cells[0] in named and len(row.cells[0].split()) <= 4:
-                    typed = type_from_name(row.cells[0]) or kind
-                    found.append(Discovered(row.cells[0], row, [], typed, "row"))
+                cell = row.cells[0]
+                if len(cell.split()) > 4:
+                    continue
+                if cell in names:
+                    found.append(Discovered(cell, row, [], type_from_name(cell) or kind, "row"))
 
 
-#: where a description's first clause ends: ", and …", ", which …", ". "
-_FIRST_CLAUSE_END = re.compile(rf"[，。；;]|, {cues.alternatives('names.clause_join')}\b|\. ")
+#: where a description's first clause ends: ", and …", ", which …", " that …", ". "
+_FIRST_CLAUSE_END = re.compile(
+    rf"[，。；;]|, {cues.alternatives('names.clause_join')}\b"
+    rf"|\s{cues.alternatives('names.relative')}\s|\. "
+)
 #: "X (…) is …": what a definition says X is
 _DEFINED_AS = re.compile(
     rf"\s*(?:[（(][^）)]*[）)])?\s*{cues.alternatives('document.copula')}\s*(.*)"
@@ -877,6 +952,49 @@ def common_word(word: str, plain_words: AbstractSet[str]) -> bool:
     with an English suffix ("Compatibility", "Familiar")."""
     lower = word.lower()
     return lower in README_WORDS or lower in plain_words or bool(_ENGLISH_SUFFIX.search(lower))
+
+
+def _described_lead(lead: str, rest: str, plain_words: AbstractSet[str]) -> bool:
+    """Whether a list item's lead is a name because the item describes it as a thing of a
+    kind ("Kestrant - A nearest-neighbour search engine"), though its shape alone could be an
+    ordinary word's (`common_word` guesses by English suffixes); not a word the corpus writes in
+    lower case, nor a section word.
+
+    >>> _described_lead("Kestrant", "A fast vector search engine.", set())
+    True
+    >>> _described_lead("Kestrant", "Works with any engine.", set())
+    False
+    >>> _described_lead("Security", "A local version runs in a container.", set())
+    False
+    >>> _described_lead("Tenant", "An isolated serving tool.", {"tenant"})
+    False
+    """
+    return (
+        _capitalized_name(lead, plain_words)
+        and _DESCRIBED.match(rest) is not None
+        and type_from_description(rest) is not None
+    )
+
+
+def _capitalized_name(text: str, plain_words: AbstractSet[str]) -> bool:
+    """Whether a short phrase can be a name where its place says it is one (a list item's lead
+    that the item describes, a cell of a column that lists names): capitalized words, none of
+    them one the corpus writes in lower case or a section word. Its shape alone may look like
+    an ordinary word's: its place decides.
+
+    >>> _capitalized_name("Kestrant", set()), _capitalized_name("Kestrant Serve", set())
+    (True, True)
+    >>> _capitalized_name("Performance", set()), _capitalized_name("Tenant", {"tenant"})
+    (False, False)
+    """
+    words = text.split()
+    return (
+        0 < len(words) <= 3
+        and not CJK.search(text)
+        and looks_like_entity(text)
+        and all(w[:1].isupper() for w in words)
+        and not any(w.lower() in README_WORDS or w.lower() in plain_words for w in words)
+    )
 
 
 def _name_shaped(word: str, plain_words: AbstractSet[str]) -> bool:

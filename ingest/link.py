@@ -41,6 +41,7 @@ from ingest.discover import (
     document_subject,
     is_readme,
     looks_like_entity,
+    reads_as_chinese,
     type_from_name,
 )
 from ingest.link_cache import (
@@ -267,10 +268,18 @@ def _evidence(doc: Document, unit: EvidenceUnit) -> Evidence:
 
 
 def _plain_words(units: Iterable[EvidenceUnit]) -> set[str]:
-    """Words the corpus writes in lower case in running text ("optimization", "support")."""
+    """Words the corpus writes in lower case in English running text ("optimization",
+    "support"). In Chinese text a word in Latin letters is a name or code whatever its case
+    ("kestrel 支持多卡推理"), no ordinary word.
+
+    >>> def u(text):
+    ...     return EvidenceUnit(id=text, doc="d", start=0, end=1, kind="sentence", text=text)
+    >>> sorted(_plain_words([u("Kestrel supports fast serving."), u("kestrel 支持多卡推理。")]))
+    ['fast', 'serving', 'supports']
+    """
     words: set[str] = set()
     for unit in units:
-        if unit.kind in (UnitKind.SENTENCE, UnitKind.ITEM):
+        if unit.kind in (UnitKind.SENTENCE, UnitKind.ITEM) and not reads_as_chinese(unit.text):
             words.update(re.findall(r"(?<![A-Za-z.\-_/])[a-z][a-z\-]+(?![A-Za-z_])", unit.text))
     return words
 

@@ -480,6 +480,7 @@ def test_discover_names(lexicon: Lexicon) -> None:
     _, units = units_of("zephyrix/README.md", ECOSYSTEM)
     found = discover_names(units, lexicon, {"fast", "tuned"}, frozenset({"zephyrix"}))
     assert [(d.name, d.aliases, d.type, d.how) for d in found] == [
+        ("Zephyrix", [], NodeType.FRAMEWORK, "defined"),  # its definition types it
         ("TorchLite", [], None, "token"),
         ("llama.cpp", [], NodeType.LIBRARY, "token"),
         ("Brindle", [], NodeType.LIBRARY, "lead"),
