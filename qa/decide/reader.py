@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from ingest.markup import strip_markup
-from kg.documents import EvidenceUnit
+from kg.documents import EvidenceUnit, UnitKind
 from kg.errors import LLMBadResponse
 from kg.schema import normalize_name
 from qa.decide.candidates import Candidate, names_in, names_unit
@@ -144,11 +144,12 @@ class Reader:
         cached). A line that gives one name has its answer without the second turn, and so has a
         line that names the graph's first pick (★) among others: the line the reader found and the
         graph's verified paths agree on it (a line such as "要吞吐（GPU）：用 Kestrel" names a
-        condition too, which a small model takes for the answer when asked). A line whose text
-        names nothing gives the question's alternatives its section titles are (a line under
-        "Foo" answers "Foo or Bar?"), else leaves the pick to the graph's (★), marked `unsure`,
-        or, where the graph picked nothing, to the section titles it is under
-        (`_named_in_line`)."""
+        condition too, which a small model takes for the answer when asked), unless the line
+        describes another thing (its row's or item's name: `_described_by`), which is asked
+        first. A line whose text names nothing gives the question's alternatives its section
+        titles are (a line under "Foo" answers "Foo or Bar?"), else leaves the pick to the
+        graph's (★), marked `unsure`, or, where the graph picked nothing, to the section titles
+        it is under (`_named_in_line`)."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
@@ -176,7 +177,13 @@ class Reader:
         # line's words name others, it must be among them (not the line's topic alone)
         unit = reading.evidence[line - 1]
         words = [c for c in said if _in_words(c, unit)]
-        agreed = proposed if proposed is not None and proposed in (words or said) else None
+        # (not where the line describes another thing, which it may compare with the pick)
+        own = [c for c in said if _described_by(c, unit)]
+        agreed = (
+            proposed
+            if proposed is not None and proposed in (words or said) and proposed in (own or said)
+            else None
+        )
         pick: Candidate | None = named[0] if len(named) == 1 else agreed
         if pick is None and len(named) > 1:
             second = self.chat.chat(
@@ -280,9 +287,34 @@ def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[C
     under = [c for c in reading.candidates if line in c.evidence]
     said = [c for c in under if names_unit(c, unit, "", titles=False)]
     # a line's subject is the page's or section's topic, not a word of it: the names its words
-    # give come first ("when using Bar, expect overheads" on a page about Foo speaks of Bar)
-    words = [c for c in said if _in_words(c, unit)]
-    return words + [c for c in said if c not in words], under
+    # give come first ("when using Bar, expect overheads" on a page about Foo speaks of Bar);
+    # before them the thing the line itself describes (the name of its row or its item)
+    own = [c for c in said if _described_by(c, unit)]
+    words = [c for c in said if _in_words(c, unit) and c not in own]
+    return own + words + [c for c in said if c not in own and c not in words], under
+
+
+def _described_by(candidate: Candidate, unit: EvidenceUnit) -> bool:
+    """Whether a line describes a candidate by its place: the candidate is a thing the graph
+    knows, and its table row's first cell, its list item's lead, or the item it is nested
+    under, whole ("Kestrel | a serving tool, faster than Foo", "简介：…" under "Kestrel："),
+    not a thing the line compares it with. A lead or a cell that is only a label ("首选：…")
+    describes nothing.
+
+    >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="item",
+    ...     text="简介：一个服务框架，可在 CPU 上运行。", lead="简介", context="Kestrel：")
+    >>> kestrel = Candidate(name="Kestrel", entity="tool:kestrel")
+    >>> _described_by(kestrel, u), _described_by(Candidate(name="CPU", entity="hardware:cpu"), u)
+    (True, False)
+    >>> _described_by(Candidate(name="简介"), u)  # a label
+    False
+    """
+    if candidate.entity is None:
+        return False
+    key = normalize_name(candidate.name)
+    first = unit.cells[0] if unit.kind == UnitKind.ROW and unit.cells else ""
+    places = [first, unit.lead, unit.context.strip().rstrip(":：")]
+    return any(place and normalize_name(place) == key for place in places)
 
 
 def _in_words(candidate: Candidate, unit: EvidenceUnit) -> bool:

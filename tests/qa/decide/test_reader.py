@@ -442,6 +442,53 @@ def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None
     assert len(chat.sent) == 1 and verdict.pick == kestrel
 
 
+def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -> None:
+    from qa.schema import Language
+
+    # a catalogue's row and a nested item's description: each describes its own thing (the
+    # row's first cell, the item it is under) and names others beside it
+    row = _unit(1, "Operators", "Harbo | A cluster scheduler, leaner than Kestrel. |")
+    row = row.model_copy(
+        update={
+            "kind": "row",
+            "cells": ["Harbo", "A cluster scheduler, leaner than Kestrel."],
+            "header": ["Project", "Details"],
+            "subject": "tool:harbo",
+            "mentions": ["engine:kestrel"],
+        }
+    )
+    item = _unit(2, "Engines", "简介：一个服务框架，可在 CPU 上运行。")
+    item = item.model_copy(
+        update={
+            "kind": "item",
+            "lead": "简介",
+            "context": "Marlin：",
+            "subject": "tool:marlin",
+            "mentions": ["hardware:cpu"],
+        }
+    )
+    kestrel = Candidate(name="Kestrel", entity="engine:kestrel", evidence=[1], proposed=True)
+    harbo = Candidate(name="Harbo", entity="tool:harbo", evidence=[1])
+    marlin = Candidate(name="Marlin", entity="tool:marlin", evidence=[2])
+    cpu = Candidate(name="CPU", entity="hardware:cpu", evidence=[2])
+    reading = Reading(
+        question="Which scheduler serves models on a cluster?",
+        language=Language.EN,
+        choose=True,
+        evidence=[row, item],
+        candidates=[kestrel, cpu, harbo, marlin],
+    )
+    # the graph's pick, named in the row beside the row's own thing, does not stand unasked;
+    # the second turn lists the row's thing first
+    chat = _Lines(1)
+    Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert len(chat.sent) == 2
+    assert chat.sent[1][1]["enum"] == ["Harbo", "Kestrel"]
+    chat = _Lines(2)
+    Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert chat.sent[1][1]["enum"] == ["Marlin", "CPU"]
+
+
 def test_a_line_that_gives_one_name_needs_no_second_turn(
     assistant: Assistant,  # noqa: F811
 ) -> None:
