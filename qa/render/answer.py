@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ingest.text import split_sentences
+from kg import cues
 from kg.graph import KnowledgeGraph
 from qa.read.shapes import text_width
 from qa.schema import (
@@ -185,6 +187,55 @@ def _clipped(text: str, limit: int) -> str:
     return text
 
 
+_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9.+\-]*[a-z0-9+]|[a-z]")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_STOP_WORDS = frozenset(cues.words("words.stop", "en"))
+
+
+def _grams(text: str) -> set[str]:
+    """What a text says, to compare with a question: its Latin words (not function words) and
+    its Chinese character pairs.
+
+    >>> sorted(_grams("Which is faster, BF16 或 8bit 量化推理？"))
+    ['8bit', 'bf16', 'faster', '化推', '推理', '量化']
+    """
+    low = text.casefold()
+    words = {w for w in _LATIN_WORD.findall(low) if len(w) > 1 and w not in _STOP_WORDS}
+    pairs = {run[i : i + 2] for run in _HAN_RUN.findall(low) for i in range(len(run) - 1)}
+    return words | pairs
+
+
+def _focused(text: str, question: str, limit: int) -> str:
+    """`text` as shown within `limit` (`_clipped`); where that cuts off the sentence that shares
+    the most of the question's words, and more than any sentence it keeps, that sentence too,
+    after an ellipsis (or the cut one to its end): a long paragraph is shown with the line it
+    answers by, and nothing it showed before is hidden.
+
+    >>> text = "Kestrel serves models. " + "It has many features. " * 12 + "Int8 runs 1.7x BF16."
+    >>> _focused(text, "How much faster is int8 than BF16?", 60)
+    'Kestrel serves models. It has many features. It has many fe… Int8 runs 1.7x BF16.'
+    >>> _focused(text, "What does Kestrel do?", 60)
+    'Kestrel serves models. It has many features. It has many fe…'
+    """
+    clipped = _clipped(text, limit)
+    if clipped == text or not question:
+        return clipped
+    spans = split_sentences(text)
+    asked = _grams(question)
+    shares = [len(_grams(text[s:e]) & asked) for s, e in spans]
+    shown = len(clipped) - 1  # the characters kept before the ellipsis
+    kept = [share for (_s, e), share in zip(spans, shares, strict=True) if e <= shown]
+    best = max(range(len(spans)), key=lambda i: (shares[i], -i), default=None)
+    if best is None or shares[best] <= max(kept, default=0) or spans[best][1] <= shown:
+        return clipped
+    start, end = spans[best]
+    tail = "…" if text[end:].strip() else ""
+    if start < shown:  # the sentence was cut: it is shown to its end
+        return text[:end].rstrip() + tail
+    sentence = _clipped(text[start:end], limit)
+    return f"{clipped} {sentence}{'' if sentence.endswith('…') else tail}"
+
+
 def _where(doc: str, heading: str) -> str:
     """Where a quote is: its document and the title of its section, as wide as a lead-in.
 
@@ -228,17 +279,23 @@ def _led(context: str, text: str, code: bool = False) -> str:
 
 
 def _point_line(
-    graph: KnowledgeGraph, point: DraftPoint, lang: str, limit: int = 260, quoted: bool = True
+    graph: KnowledgeGraph,
+    point: DraftPoint,
+    lang: str,
+    limit: int = 260,
+    quoted: bool = True,
+    question: str = "",
 ) -> str:
-    """A point as shown: its text (with its lead-in) up to `limit` characters' worth, where it
-    is, and the graph path it is evidence of; only "(same source as above)" and the path when
-    the answer quoted it already (not `quoted`)."""
+    """A point as shown: its text (with its lead-in) up to `limit` characters' worth (a long
+    one with the sentence that answers `question`: `_focused`), where it is, and the graph path
+    it is evidence of; only "(same source as above)" and the path when the answer quoted it
+    already (not `quoted`)."""
     if not quoted:
         line = f"({_LABELS[lang]['same']})"
         if point.edges:
             line += " — " + format_path(graph, max(chains(point.edges), key=len), lang)
         return line
-    text = _clipped(point.text, limit)
+    text = _clipped(point.text, limit) if point.code else _focused(point.text, question, limit)
     if point.context and point.context not in text:
         context = _clipped(point.context, _LEAD_WIDTH)
         text = _led(context, text, point.code)
@@ -327,7 +384,7 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
             if key not in cited:
                 cited.add(key)
                 citations.append(Citation(path=chain))
-        return _point_line(graph, point, lang, limit, quoted)
+        return _point_line(graph, point, lang, limit, quoted, draft.question)
 
     recommendations: list[Recommendation] = []
     if draft.recommendations:
