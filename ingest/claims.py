@@ -38,6 +38,7 @@ _SITUATIONAL = frozenset(
 # English cues start a word: "OpenVINO supports" holds no "no support"
 _NEGATION = re.compile(cues.alternatives("document.not_supported") + "|❌", re.I)
 _REQUIRE = re.compile(cues.alternatives("document.requires") + "|>=|≥", re.I)
+_REQUIRE_NEGATED = re.compile(cues.alternatives("document.requires_negated") + r"\s*$", re.I)
 _ALTERNATIVE = cues.pattern("document.alternative")
 _OWNER = cues.pattern("document.owner_before")
 _OWNER_AFTER = re.compile(r"\s*" + cues.alternatives("document.owner_after"))
@@ -148,6 +149,12 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     <RelationType.NOT_SUPPORTED: 'NOT_SUPPORTED'>
     >>> claim_relation("与 Heron 不同，Egret 只在 CPU 上运行", 2, 7, NodeType.FRAMEWORK)
     <RelationType.USED_WITH: 'USED_WITH'>
+    >>> [claim_relation(t, t.index("ONNX"), t.index("ONNX") + 4, NodeType.FORMAT)
+    ...     for t in ["Egret 需要先转成 ONNX", "Egret 不需要先转成 ONNX"]]
+    [<RelationType.REQUIRES: 'REQUIRES'>, <RelationType.MENTIONS: 'MENTIONS'>]
+    >>> t = "Egret does not require a GPU"
+    >>> claim_relation(t, t.index("GPU"), len(t), NodeType.HARDWARE)
+    <RelationType.MENTIONS: 'MENTIONS'>
     """
     clause_start = max(
         (m.start() for m in _CLAUSE_START.finditer(text[:at])),
@@ -157,6 +164,15 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     # what follows the name in its clause, through a list of names ("Linux and Windows are not")
     after = re.split(r"[.;。；,，](?:\s|$)", text[end : end + 80], maxsplit=1)[0]
     after_verb = _LISTED_AFTER.sub("", after)
+    # "不需要先转成 ONNX", "does not require a GPU": a requirement denied is no requirement, nor
+    # something unsupported (unless a negation of its own follows: "不需要 X，不支持 Y")
+    required = list(_REQUIRE.finditer(before[-50:]))
+    if (
+        required
+        and _REQUIRE_NEGATED.search(before[-50:][: required[-1].start()][-8:])
+        and not _NEGATION.search(before[-50:][required[-1].end() :])
+    ):
+        return RelationType.MENTIONS
     negated_before = _NEGATED_BEFORE.search(before[-20:])
     negated_after = _NEGATED_AFTER.match(after_verb)
     if (

@@ -761,3 +761,18 @@ def test_a_catalogue_has_no_subject_and_its_entries_are_things(lexicon: Lexicon)
     assert names["Pelicant"] is NodeType.LIBRARY
     (row,) = [u for u in links.units if u.cells and u.cells[0] == "Harbo"]
     assert row.subject is not None and row.subject.endswith(":harbo"), row
+
+
+def test_a_requirement_denied_is_no_requirement(lexicon: Lexicon) -> None:
+    """A requirement denied ("does not need X", "不需要 X") says nothing of X that an edge
+    could type: neither that the subject requires it nor that it does not support it."""
+    corpus = {
+        "egret-README.md": "# Egret\n\nEgret is an inference engine for small boards.\n\n"
+        "Egret does not require a GPU, and it needs Linux.\n\n"
+        "Egret 不需要 ONNX 或 TensorRT，直接加载原始权重。\n"
+    }
+    found = triples(link_corpus(read(corpus), lexicon))
+    egret = {(r, t) for s, r, t in found if s.endswith(":egret")}
+    assert ("REQUIRES", "platform:linux") in egret, egret
+    for target in ["hardware:gpu", "format:onnx", "inference-engine:tensorrt"]:
+        assert not any(t == target and r in ("REQUIRES", "NOT_SUPPORTED") for r, t in egret), egret
