@@ -166,11 +166,12 @@ def claim_relation(text: str, at: int, end: int, target: NodeType) -> RelationTy
     after_verb = _LISTED_AFTER.sub("", after)
     # "不需要先转成 ONNX", "does not require a GPU": a requirement denied is no requirement, nor
     # something unsupported (unless a negation of its own follows: "不需要 X，不支持 Y")
-    required = list(_REQUIRE.finditer(before[-50:]))
+    window = before[-50:]
+    required = list(_REQUIRE.finditer(window))
     if (
         required
-        and _REQUIRE_NEGATED.search(before[-50:][: required[-1].start()][-8:])
-        and not _NEGATION.search(before[-50:][required[-1].end() :])
+        and _REQUIRE_NEGATED.search(window[: required[-1].start()][-8:])
+        and not _NEGATION.search(window[required[-1].end() :])
     ):
         return RelationType.MENTIONS
     negated_before = _NEGATED_BEFORE.search(before[-20:])

@@ -594,7 +594,7 @@ def document_subject(
 def describes_catalogue(units: list[EvidenceUnit]) -> bool:
     """Whether a document says at its opening that it is a catalogue of things, by its title or
     one of its first three sentences ("A curated list of serving tools", "Foo is a list of …",
-    "本仓库整理了…", "推理框架汇总"): what it lists are the things, the list itself none, whatever
+    "本仓库整理了…", "服务工具汇总"): what it lists are the things, the list itself none, whatever
     its file is named (a list's repository has a README too).
 
     >>> def u(kind, text):
@@ -609,7 +609,7 @@ def describes_catalogue(units: list[EvidenceUnit]) -> bool:
     >>> describes_catalogue([u("heading", "Kestrel"), u("sentence", "Kestrel is a collection of "
     ...     "fast kernels, layers and optimizers.")])
     False
-    >>> describes_catalogue([u("heading", "端侧推理框架汇总"), u("sentence", "以下按平台分类。")])
+    >>> describes_catalogue([u("heading", "服务工具汇总"), u("sentence", "以下按平台分类。")])
     True
     """
     opening = [u for u in units[:16] if u.kind in (UnitKind.HEADING, UnitKind.SENTENCE)]

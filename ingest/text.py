@@ -23,6 +23,7 @@ __all__ = [
     "QUESTION_STOPWORDS",
     "Tokenizer",
     "add_trimmed",
+    "cjk_bigrams",
     "split_sentences",
     "strip_span",
 ]
@@ -77,6 +78,18 @@ def add_trimmed(spans: list[tuple[int, int]], text: str, start: int, end: int) -
     s, e = strip_span(text, start, end)
     if s < e:
         spans.append((s, e))
+
+
+def cjk_bigrams(text: str) -> set[str]:
+    """Character bigrams of the CJK runs in a text.
+
+    >>> sorted(cjk_bigrams("两张显卡跑 Kestrel"))
+    ['两张', '卡跑', '张显', '显卡']
+    """
+    grams: set[str] = set()
+    for run in re.findall(r"[\u4e00-\u9fff]+", text):
+        grams.update(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:

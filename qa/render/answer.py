@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.text import split_sentences
+from ingest.text import cjk_bigrams, split_sentences
 from kg import cues
 from kg.graph import KnowledgeGraph
 from qa.read.shapes import text_width
@@ -188,11 +188,10 @@ def _clipped(text: str, limit: int) -> str:
 
 
 _LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9.+\-]*[a-z0-9+]|[a-z]")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _STOP_WORDS = frozenset(cues.words("words.stop", "en"))
 
 
-def _grams(text: str) -> set[str]:
+def _grams(text: str) -> frozenset[str]:
     """What a text says, to compare with a question: its Latin words (not function words) and
     its Chinese character pairs.
 
@@ -201,27 +200,25 @@ def _grams(text: str) -> set[str]:
     """
     low = text.casefold()
     words = {w for w in _LATIN_WORD.findall(low) if len(w) > 1 and w not in _STOP_WORDS}
-    pairs = {run[i : i + 2] for run in _HAN_RUN.findall(low) for i in range(len(run) - 1)}
-    return words | pairs
+    return frozenset(words | cjk_bigrams(low))
 
 
-def _focused(text: str, question: str, limit: int) -> str:
+def _focused(text: str, asked: frozenset[str], limit: int) -> str:
     """`text` as shown within `limit` (`_clipped`); where that cuts off the sentence that shares
-    the most of the question's words, and more than any sentence it keeps, that sentence too,
-    after an ellipsis (or the cut one to its end): a long paragraph is shown with the line it
-    answers by, and nothing it showed before is hidden.
+    the most of the question's words (`asked`: its `_grams`), and more than any sentence it
+    keeps, that sentence too, after an ellipsis (or the cut one to its end): a long paragraph
+    is shown with the line it answers by, and nothing it showed before is hidden.
 
     >>> text = "Kestrel serves models. " + "It has many features. " * 12 + "Int8 runs 1.7x BF16."
-    >>> _focused(text, "How much faster is int8 than BF16?", 60)
+    >>> _focused(text, _grams("How much faster is int8 than BF16?"), 60)
     'Kestrel serves models. It has many features. It has many fe… Int8 runs 1.7x BF16.'
-    >>> _focused(text, "What does Kestrel do?", 60)
+    >>> _focused(text, _grams("What does Kestrel do?"), 60)
     'Kestrel serves models. It has many features. It has many fe…'
     """
     clipped = _clipped(text, limit)
-    if clipped == text or not question:
+    if clipped == text or not asked:
         return clipped
     spans = split_sentences(text)
-    asked = _grams(question)
     shares = [len(_grams(text[s:e]) & asked) for s, e in spans]
     shown = len(clipped) - 1  # the characters kept before the ellipsis
     kept = [share for (_s, e), share in zip(spans, shares, strict=True) if e <= shown]
@@ -284,10 +281,11 @@ def _point_line(
     lang: str,
     limit: int = 260,
     quoted: bool = True,
-    question: str = "",
+    asked: frozenset[str] = frozenset(),
 ) -> str:
     """A point as shown: its text (with its lead-in) up to `limit` characters' worth (a long
-    one with the sentence that answers `question`: `_focused`), where it is, and the graph path
+    one with the sentence that answers the question whose words are `asked`: `_focused`), where
+    it is, and the graph path
     it is evidence of; only "(same source as above)" and the path when the answer quoted it
     already (not `quoted`)."""
     if not quoted:
@@ -295,7 +293,7 @@ def _point_line(
         if point.edges:
             line += " — " + format_path(graph, max(chains(point.edges), key=len), lang)
         return line
-    text = _clipped(point.text, limit) if point.code else _focused(point.text, question, limit)
+    text = _clipped(point.text, limit) if point.code else _focused(point.text, asked, limit)
     if point.context and point.context not in text:
         context = _clipped(point.context, _LEAD_WIDTH)
         text = _led(context, text, point.code)
@@ -373,6 +371,7 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
     lines: list[str] = [draft.prose, ""] if draft.prose else []
     citations: list[Citation] = []
     cited: set[tuple[tuple[tuple[str, str, str], ...], str, int]] = set()
+    asked = _grams(draft.question)  # what a long excerpt is focused on (`_focused`)
 
     def show(point: DraftPoint, limit: int = 260, quoted: bool = True) -> str:
         for chain in chains(point.edges):
@@ -384,7 +383,7 @@ def render_draft(draft: AnswerDraft, graph: KnowledgeGraph) -> Answer:
             if key not in cited:
                 cited.add(key)
                 citations.append(Citation(path=chain))
-        return _point_line(graph, point, lang, limit, quoted, draft.question)
+        return _point_line(graph, point, lang, limit, quoted, asked)
 
     recommendations: list[Recommendation] = []
     if draft.recommendations:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ingest.embed import Embedder
 from ingest.lexical import LexicalIndex
-from ingest.text import FUNCTION_BIGRAMS
+from ingest.text import FUNCTION_BIGRAMS, cjk_bigrams
 from ingest.vector import DenseIndex
 from kg import cues
 from kg.documents import Chunk
@@ -66,18 +66,6 @@ def in_scale(count: int, name: str) -> bool:
     if op == "≥":
         return count >= low
     return count == low
-
-
-def cjk_bigrams(text: str) -> set[str]:
-    """Character bigrams of the CJK runs in a text.
-
-    >>> sorted(cjk_bigrams("单卡装不下 FSDP"))
-    ['不下', '单卡', '卡装', '装不']
-    """
-    grams: set[str] = set()
-    for run in re.findall(r"[\u4e00-\u9fff]+", text):
-        grams.update(run[i : i + 2] for i in range(len(run) - 1))
-    return grams
 
 
 def path_from_relations(relations: list[Relation], score: float = 0.0) -> GraphPath:

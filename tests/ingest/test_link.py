@@ -461,7 +461,7 @@ def test_a_name_listed_among_known_things_of_one_kind_is_of_that_kind(lexicon: L
 
 
 def test_edition_from_a_section_heading(lexicon: Lexicon) -> None:
-    # an edition a section heading names, and its definition types ("… is a desktop app")
+    # an edition a section heading names, and its definition types (an app)
     text = (
         "# Zephyrix\n\nZephyrix is a minimalist ML framework for Rust.\n\n"
         "## Zephyrix Studio\n\nZephyrix Studio is a desktop app for Zephyrix models.\n"
@@ -748,7 +748,7 @@ Pelicant is a library for indexing sparse tensors.
 
 def test_a_catalogue_has_no_subject_and_its_entries_are_things(lexicon: Lexicon) -> None:
     """A README that says it is a curated list is a catalogue: the list is no thing one uses
-    (it would be recommended for every question its entries answer), what it lists are, though
+    (it would be the pick for every question its entries answer), what it lists are, though
     plain words name them ("Kestrant" ends like an English adjective); so is a name its
     definition types."""
     links = link_corpus(read({"serving-shelf-README.md": CATALOGUE}), lexicon)
@@ -767,7 +767,7 @@ def test_a_requirement_denied_is_no_requirement(lexicon: Lexicon) -> None:
     """A requirement denied ("does not need X", "不需要 X") says nothing of X that an edge
     could type: neither that the subject requires it nor that it does not support it."""
     corpus = {
-        "egret-README.md": "# Egret\n\nEgret is an inference engine for small boards.\n\n"
+        "egret-README.md": "# Egret\n\nEgret is a serving engine for small boards.\n\n"
         "Egret does not require a GPU, and it needs Linux.\n\n"
         "Egret 不需要 ONNX 或 TensorRT，直接加载原始权重。\n"
     }
