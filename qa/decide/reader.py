@@ -12,6 +12,7 @@ other; nothing unverified reaches the user. An unusable answer raises `LLMBadRes
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -145,11 +146,11 @@ class Reader:
         line that names the graph's first pick (★) among others: the line the reader found and the
         graph's verified paths agree on it (a line such as "要吞吐（GPU）：用 Kestrel" names a
         condition too, which a small model takes for the answer when asked), unless the line
-        describes another thing (its row's or item's name: `_described_by`), which is asked
-        first. A line whose text names nothing gives the question's alternatives its section
-        titles are (a line under "Foo" answers "Foo or Bar?"), else leaves the pick to the
-        graph's (★), marked `unsure`, or, where the graph picked nothing, to the section titles
-        it is under (`_named_in_line`)."""
+        describes another thing (its row's or item's name: `_described_by`) or opens with
+        another name (`_opener`), which is asked first. A line whose text names nothing gives
+        the question's alternatives its section titles are (a line under "Foo" answers "Foo or
+        Bar?"), else leaves the pick to the graph's (★), marked `unsure`, or, where the graph
+        picked nothing, to the section titles it is under (`_named_in_line`)."""
         proposed = next((c for c in reading.candidates if c.proposed), None)
         if not reading.evidence:  # no line to read: nothing to ask
             return Verdict(evidence=[], pick=proposed, model=self.name, unsure=True)
@@ -177,8 +178,8 @@ class Reader:
         # line's words name others, it must be among them (not the line's topic alone)
         unit = reading.evidence[line - 1]
         words = [c for c in said if _in_words(c, unit)]
-        # (not where the line describes another thing, which it may compare with the pick)
-        own = [c for c in said if _described_by(c, unit)]
+        # (not where the line is about another thing, which it may compare with the pick)
+        own = _own(said, unit)
         agreed = (
             proposed
             if proposed is not None and proposed in (words or said) and proposed in (own or said)
@@ -288,8 +289,9 @@ def _named_in_line(reading: Reading, line: int) -> tuple[list[Candidate], list[C
     said = [c for c in under if names_unit(c, unit, "", titles=False)]
     # a line's subject is the page's or section's topic, not a word of it: the names its words
     # give come first ("when using Bar, expect overheads" on a page about Foo speaks of Bar);
-    # before them the thing the line itself describes (the name of its row or its item)
-    own = [c for c in said if _described_by(c, unit)]
+    # before them the thing the line itself is about (the name of its row or its item, or the
+    # name it opens with: "Foo fuses Bar and Baz" says something of Foo)
+    own = _own(said, unit)
     words = [c for c in said if _in_words(c, unit) and c not in own]
     return own + words + [c for c in said if c not in own and c not in words], under
 
@@ -315,6 +317,47 @@ def _described_by(candidate: Candidate, unit: EvidenceUnit) -> bool:
     first = unit.cells[0] if unit.kind == UnitKind.ROW and unit.cells else ""
     places = [first, unit.lead, unit.context.strip().rstrip(":：")]
     return any(place and normalize_name(place) == key for place in places)
+
+
+#: what may come before a line's first word: list marks, emphasis, a number, a check mark
+_LINE_OPENING = re.compile(r"^(?:[\W_]|\d+[.)、]\s)*")
+_COLONS = (":", "：")
+
+
+def _opener(names: Sequence[Candidate], unit: EvidenceUnit) -> Candidate | None:
+    """The candidate a line opens with, its first words (the longest such name): what it says
+    something of ("Foo fuses Bar and Baz", "Gorse 方案：…"), not a thing it names later.
+
+    >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="sentence",
+    ...     text="**Wisp Turbo** fuses Gorse and Wisp.")
+    >>> names = [Candidate(name="Gorse"), Candidate(name="Wisp"), Candidate(name="Wisp Turbo")]
+    >>> _opener(names, u).name, _opener(names[:1], u), _opener([Candidate(name="Wi")], u)
+    ('Wisp Turbo', None, None)
+    >>> label = u.model_copy(update={"text": "首选：Gorse。"})
+    >>> _opener([Candidate(name="首选")], label), _opener([Candidate(name="Cpu", entity="hw:cpu")],
+    ...     label.model_copy(update={"text": "CPU: 省电。"})).name
+    (None, 'Cpu')
+    """
+    text = _LINE_OPENING.sub("", strip_markup(unit.text)).casefold()
+
+    def opens(candidate: Candidate) -> bool:
+        name = candidate.name.casefold()
+        after = text[len(name) : len(name) + 1]
+        if not text.startswith(name) or (after.isascii() and after.isalnum()):
+            return False  # the whole name: "Wi" does not open "Wisp …"
+        # a name the graph does not know before a colon labels what follows ("首选：…")
+        return candidate.entity is not None or not text[len(name) :].lstrip().startswith(_COLONS)
+
+    opening = [c for c in names if opens(c)]
+    return max(opening, key=lambda c: len(c.name), default=None)
+
+
+def _own(said: Sequence[Candidate], unit: EvidenceUnit) -> list[Candidate]:
+    """The candidates a line is about: those it describes by its place (`_described_by`), and
+    the one it opens with (`_opener`)."""
+    own = [c for c in said if _described_by(c, unit)]
+    opener = _opener(said, unit)
+    return [*own, opener] if opener is not None and opener not in own else own
 
 
 def _in_words(candidate: Candidate, unit: EvidenceUnit) -> bool:

@@ -489,6 +489,41 @@ def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -
     assert chat.sent[1][1]["enum"] == ["Marlin", "CPU"]
 
 
+def test_a_line_names_the_name_it_opens_with_first() -> None:
+    from qa.schema import Language
+
+    # a sentence that opens with a name says something of it; the names it gives after it
+    # are what it says that of, whichever of them the graph picked
+    line = _unit(1, "Sharding", "**Wisp Turbo** fuses Gorse and Kestrel into one plan.")
+    line = line.model_copy(update={"mentions": ["engine:kestrel"]})
+    kestrel = Candidate(name="Kestrel", entity="engine:kestrel", evidence=[1], proposed=True)
+    reading = Reading(
+        question="Which plan should a long-sequence run use?",
+        language=Language.EN,
+        choose=True,
+        evidence=[line],
+        candidates=[
+            kestrel,
+            Candidate(name="Gorse", evidence=[1]),
+            Candidate(name="Wisp", evidence=[1]),
+            Candidate(name="Wisp Turbo", evidence=[1]),
+        ],
+    )
+    chat = _Lines(1)
+    Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    # the graph's pick, named later in the line, does not stand unasked; the second turn lists
+    # the line's opening name (the longest one that opens it) first
+    assert len(chat.sent) == 2
+    assert chat.sent[1][1]["enum"][:2] == ["Wisp Turbo", "Kestrel"]
+    # a line that opens with the graph's pick gives it unasked
+    line = line.model_copy(update={"text": "Kestrel fuses Gorse and Wisp Turbo into one plan."})
+    chat = _Lines(1)
+    verdict = Reader(chat, mode="line").read(  # type: ignore[arg-type]
+        reading.model_copy(update={"evidence": [line]})
+    )
+    assert len(chat.sent) == 1 and verdict.pick == kestrel
+
+
 def test_a_line_that_gives_one_name_needs_no_second_turn(
     assistant: Assistant,  # noqa: F811
 ) -> None:
