@@ -414,7 +414,6 @@ def test_a_line_that_names_the_graphs_first_pick_among_others_gives_it_without_a
 
 
 def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None:
-    from qa.schema import Language
 
     # a page about Kestrel (every line's subject) whose line speaks of Sorrel
     said = _unit(1, "Precision", "When using Sorrel on few GPUs, expect upcasting overheads.")
@@ -423,12 +422,10 @@ def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None
     other = other.model_copy(update={"subject": "engine:kestrel"})
     kestrel = Candidate(name="Kestrel", entity="engine:kestrel", evidence=[1, 2], proposed=True)
     sorrel = Candidate(name="Sorrel", entity="engine:sorrel", evidence=[1])
-    reading = Reading(
-        question="Which of Kestrel and Sorrel has more overhead on few GPUs?",
-        language=Language.EN,
-        choose=True,
-        evidence=[said, other],
-        candidates=[kestrel, sorrel],
+    reading = _choosing(
+        "Which of Kestrel and Sorrel has more overhead on few GPUs?",
+        [said, other],
+        [kestrel, sorrel],
     )
     chat = _Lines(1)
     Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
@@ -443,7 +440,6 @@ def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None
 
 
 def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -> None:
-    from qa.schema import Language
 
     # a catalogue's row and a nested item's description: each describes its own thing (the
     # row's first cell, the item it is under) and names others beside it
@@ -471,12 +467,8 @@ def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -
     harbo = Candidate(name="Harbo", entity="tool:harbo", evidence=[1])
     marlin = Candidate(name="Marlin", entity="tool:marlin", evidence=[2])
     cpu = Candidate(name="CPU", entity="hardware:cpu", evidence=[2])
-    reading = Reading(
-        question="Which scheduler serves models on a cluster?",
-        language=Language.EN,
-        choose=True,
-        evidence=[row, item],
-        candidates=[kestrel, cpu, harbo, marlin],
+    reading = _choosing(
+        "Which scheduler serves models on a cluster?", [row, item], [kestrel, cpu, harbo, marlin]
     )
     # the graph's pick, named in the row beside the row's own thing, does not stand unasked;
     # the second turn lists the row's thing first
@@ -490,19 +482,16 @@ def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -
 
 
 def test_a_line_names_the_name_it_opens_with_first() -> None:
-    from qa.schema import Language
 
     # a sentence that opens with a name says something of it; the names it gives after it
     # are what it says that of, whichever of them the graph picked
     line = _unit(1, "Sharding", "**Wisp Turbo** fuses Gorse and Kestrel into one plan.")
     line = line.model_copy(update={"mentions": ["engine:kestrel"]})
     kestrel = Candidate(name="Kestrel", entity="engine:kestrel", evidence=[1], proposed=True)
-    reading = Reading(
-        question="Which plan should a long-sequence run use?",
-        language=Language.EN,
-        choose=True,
-        evidence=[line],
-        candidates=[
+    reading = _choosing(
+        "Which plan should a long-sequence run use?",
+        [line],
+        [
             kestrel,
             Candidate(name="Gorse", evidence=[1]),
             Candidate(name="Wisp", evidence=[1]),
@@ -514,7 +503,7 @@ def test_a_line_names_the_name_it_opens_with_first() -> None:
     # the graph's pick, named later in the line, does not stand unasked; the second turn lists
     # the line's opening name (the longest one that opens it) first
     assert len(chat.sent) == 2
-    assert chat.sent[1][1]["enum"][:2] == ["Wisp Turbo", "Kestrel"]
+    assert chat.sent[1][1]["enum"] == ["Wisp Turbo", "Kestrel", "Gorse", "Wisp"]
     # a line that opens with the graph's pick gives it unasked
     line = line.model_copy(update={"text": "Kestrel fuses Gorse and Wisp Turbo into one plan."})
     chat = _Lines(1)
@@ -667,7 +656,6 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
 def test_a_line_that_names_nothing_gives_the_alternative_its_section_is_titled() -> None:
     """ "Foo or Bar?" read from a line under the title "Foo" that names neither: Foo, whatever
     the graph proposed, without a second turn; with no alternatives asked, the graph's pick."""
-    from qa.schema import Language
 
     units = [
         _unit(1, "Foo", "Best for one request at a time, when a user waits on each result."),
@@ -678,13 +666,8 @@ def test_a_line_that_names_nothing_gives_the_alternative_its_section_is_titled()
         Candidate(name="Bar", evidence=[2], proposed=True),
         Candidate(name="Guide", evidence=[1, 2]),
     ]
-    reading = Reading(
-        question="A user waits on each result: Foo or Bar?",
-        language=Language.EN,
-        choose=True,
-        evidence=units,
-        candidates=names,
-        options=["foo", "bar"],
+    reading = _choosing(
+        "A user waits on each result: Foo or Bar?", units, names, options=["foo", "bar"]
     )
     chat = _Lines(1)
     verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
@@ -692,6 +675,24 @@ def test_a_line_that_names_nothing_gives_the_alternative_its_section_is_titled()
     assert len(chat.sent) == 1
     verdict = Reader(_Lines(1), mode="line").read(reading.model_copy(update={"options": []}))  # type: ignore[arg-type]
     assert verdict.pick is not None and verdict.pick.name == "Bar" and verdict.unsure
+
+
+def _choosing(
+    question: str, evidence: list[EvidenceUnit], candidates: list[Candidate], **more: object
+) -> Reading:
+    """An English question asking to choose among `candidates`, over `evidence`."""
+    from qa.schema import Language
+
+    return Reading.model_validate(
+        {
+            "question": question,
+            "language": Language.EN,
+            "choose": True,
+            "evidence": evidence,
+            "candidates": candidates,
+            **more,
+        }
+    )
 
 
 def _unit(i: int, title: str, text: str) -> EvidenceUnit:
