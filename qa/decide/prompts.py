@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from ingest.markup import strip_markup
 from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from qa.decide.candidates import Candidate
@@ -118,6 +119,7 @@ EVIDENCE_WIDTH = 160
 #: a number in a line, in digits or words (`line_choices`)
 _FIGURE = cues.pattern("value.figure")
 _ANSWER_CHARS = {"en": 140, "zh": 70}
+_COLONS = (":", "：")
 
 
 def _lang(language: Language) -> str:
@@ -270,9 +272,11 @@ def line_names_messages(
 
 def line_choices(reading: Reading) -> list[int]:
     """The numbers of the lines the line reader may give: the first `LINE_CHOICES` retrieval
-    ranks; for a question a figure answers (`Reading.figure`), of those the ones that state a
-    figure, where any does (a line with no number in it does not say how much); for one that
-    asks which setting (`Reading.setting`), likewise the ones that write a setting down.
+    ranks, leaving out a sentence that announces what follows it (`_leads_in`) where a line
+    after it says something itself; for a question a figure answers (`Reading.figure`), of
+    those the ones that state a figure, where any does (a line with no number in it does not
+    say how much); for one that asks which setting (`Reading.setting`), likewise the ones
+    that write a setting down.
 
     >>> def unit(text):
     ...     return EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind="sentence", text=text)
@@ -287,7 +291,11 @@ def line_choices(reading: Reading) -> list[int]:
     >>> line_choices(r.model_copy(update={"setting": True, "evidence": lines[1::-1]}))
     [2]
     """
-    choices = list(range(1, min(len(reading.evidence), LINE_CHOICES) + 1))
+    numbers = range(1, len(reading.evidence) + 1)
+    # a sentence that ends with a colon announces what follows it (a list, a command): it
+    # says nothing itself, and the lines after it are given in its place
+    said = [n for n in numbers if not _leads_in(reading.evidence[n - 1])]
+    choices = (said or list(numbers))[:LINE_CHOICES]
     if reading.figure:
         stated = [n for n in choices if _FIGURE.search(reading.evidence[n - 1].text)]
     elif reading.setting:
@@ -295,6 +303,20 @@ def line_choices(reading: Reading) -> list[int]:
     else:
         return choices
     return stated or choices
+
+
+def _leads_in(unit: EvidenceUnit) -> bool:
+    """Whether a unit is a sentence that ends with a colon: it announces what follows it ("Set
+    these two options:", "做法分三步："), which is another unit.
+
+    >>> def unit(text, kind="sentence"):
+    ...     return EvidenceUnit(id="d#0-1", doc="d", start=0, end=1, kind=kind, text=text)
+    >>> _leads_in(unit("Fetch it with:")), _leads_in(unit("Fetch it with curl."))
+    (True, False)
+    >>> _leads_in(unit("**两个做法**：")), _leads_in(unit("新手：", "item"))
+    (True, False)
+    """
+    return unit.kind == UnitKind.SENTENCE and strip_markup(unit.text).rstrip().endswith(_COLONS)
 
 
 def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:

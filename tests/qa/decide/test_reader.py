@@ -575,6 +575,26 @@ def test_a_question_a_figure_answers_is_read_from_a_line_that_states_one() -> No
     assert chat.sent[0][1] == {"type": "integer", "enum": [1, 2]}
 
 
+def test_a_sentence_that_announces_what_follows_is_no_line_to_give() -> None:
+    # "… as follows:" says nothing itself: the lines after it are the reader's to give
+    evidence = [
+        _unit(0, "Serving", "To serve a Gorse model across nodes, set the options as follows:"),
+        _unit(1, "Serving", "Gorse shards the model's layers with Wisp when it spans nodes."),
+        _unit(2, "Serving", "**Wisp** keeps each layer on one node."),
+    ]
+    names = [Candidate(name="Wisp", evidence=[2, 3])]
+    chat = _Lines(2)
+    reading = _choosing("How does Gorse serve across nodes?", evidence, names)
+    verdict = Reader(chat, mode="line").read(reading)  # type: ignore[arg-type]
+    assert chat.sent[0][1] == {"type": "integer", "enum": [2, 3]}
+    assert verdict.evidence == [2] and verdict.pick == names[0]
+    # a list item that ends with a colon heads the items under it: it is a line to give
+    item = evidence[0].model_copy(update={"kind": "item", "text": "Across nodes:"})
+    chat = _Lines(1)
+    Reader(chat, mode="line").read(reading.model_copy(update={"evidence": [item, *evidence[1:]]}))  # type: ignore[arg-type]
+    assert chat.sent[0][1] == {"type": "integer", "enum": [1, 2]}
+
+
 def test_the_real_line_reader_gives_a_line_that_states_the_figure(
     llamacpp_server: ServerHandle,
 ) -> None:
