@@ -19,6 +19,7 @@ from kg import cues
 
 __all__ = [
     "CJK_PARTICLES",
+    "COLONS",
     "FUNCTION_BIGRAMS",
     "QUESTION_STOPWORDS",
     "Tokenizer",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+#: what ends a line that announces what follows it ("Pick a backend:", "支持以下框架：")
+COLONS = (":", "：")
 # An ASCII technical token: letters/digits joined by . _ - + & / # (trailing + and # kept: c++, c#).
 _TOKEN = re.compile(rf"[{_CJK}]+|[A-Za-z0-9]+(?:[._\-&/+#][A-Za-z0-9]+)*[+#]*")
 _PART = re.compile(r"[a-z0-9]+")

@@ -16,7 +16,7 @@ from functools import lru_cache
 from ingest.code_repair import detect_language
 from ingest.markup import CleanText, clean_inline
 from ingest.structure.inline import display_width
-from ingest.text import split_sentences
+from ingest.text import COLONS, split_sentences
 from kg.documents import Block, BlockKind, Document, EvidenceUnit, UnitKind
 from kg.schema import normalize_name
 
@@ -155,7 +155,7 @@ class _Builder:
                 return  # a bar or a block of links: no statement to quote
             under = _chain(list(open_list)) if open_list is not None and within else ""
             made = self.sentences(block, block.start, block.end, UnitKind.SENTENCE, context=under)
-            if made and (made[-1].text.endswith((":", "：")) or _LABEL.match(block.text)):
+            if made and (made[-1].text.endswith(COLONS) or _LABEL.match(block.text)):
                 self.lead_in = made[-1].text
             if within:
                 self.open_list = open_list
@@ -171,7 +171,7 @@ class _Builder:
             last = self.items(block, context, resumed)
             if going_on:
                 self.open_list = open_list
-            if last.endswith((":", "：")):  # "1. Pick a backend:" over the table under it
+            if last.endswith(COLONS):  # "1. Pick a backend:" over the table under it
                 self.lead_in = last
         elif block.kind == BlockKind.TABLE:
             self.table(block, context)

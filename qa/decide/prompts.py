@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ingest.markup import strip_markup
+from ingest.text import COLONS
 from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
 from qa.decide.candidates import Candidate
@@ -119,7 +120,6 @@ EVIDENCE_WIDTH = 160
 #: a number in a line, in digits or words (`line_choices`)
 _FIGURE = cues.pattern("value.figure")
 _ANSWER_CHARS = {"en": 140, "zh": 70}
-_COLONS = (":", "：")
 
 
 def _lang(language: Language) -> str:
@@ -316,7 +316,7 @@ def _leads_in(unit: EvidenceUnit) -> bool:
     >>> _leads_in(unit("**两个做法**：")), _leads_in(unit("新手：", "item"))
     (True, False)
     """
-    return unit.kind == UnitKind.SENTENCE and strip_markup(unit.text).rstrip().endswith(_COLONS)
+    return unit.kind == UnitKind.SENTENCE and strip_markup(unit.text).rstrip().endswith(COLONS)
 
 
 def reader_schema(reading: Reading, mode: str = "full") -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from ingest.markup import strip_markup
+from ingest.text import COLONS
 from kg.documents import EvidenceUnit, UnitKind
 from kg.errors import LLMBadResponse
 from kg.schema import normalize_name
@@ -321,7 +322,6 @@ def _described_by(candidate: Candidate, unit: EvidenceUnit) -> bool:
 
 #: what may come before a line's first word: list marks, emphasis, a number, a check mark
 _LINE_OPENING = re.compile(r"^(?:[\W_]|\d+[.)、]\s)*")
-_COLONS = (":", "：")
 
 
 def _opener(names: Sequence[Candidate], unit: EvidenceUnit) -> Candidate | None:
@@ -346,7 +346,7 @@ def _opener(names: Sequence[Candidate], unit: EvidenceUnit) -> Candidate | None:
         if not text.startswith(name) or (after.isascii() and after.isalnum()):
             return False  # the whole name: "Wi" does not open "Wisp …"
         # a name the graph does not know before a colon labels what follows ("首选：…")
-        return candidate.entity is not None or not text[len(name) :].lstrip().startswith(_COLONS)
+        return candidate.entity is not None or not text[len(name) :].lstrip().startswith(COLONS)
 
     opening = [c for c in names if opens(c)]
     return max(opening, key=lambda c: len(c.name), default=None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ingest.text import cjk_bigrams, split_sentences
+from ingest.text import COLONS, cjk_bigrams, split_sentences
 from kg import cues
 from kg.graph import KnowledgeGraph
 from qa.read.shapes import text_width
@@ -268,7 +268,7 @@ def _led(context: str, text: str, code: bool = False) -> str:
     """
     if code:
         return f"{context}\n{text}"
-    if context.endswith((":", "：")):
+    if context.endswith(COLONS):
         return f"{context} {text}"
     if context.endswith((".", "。")) and not context.endswith(".."):
         context = context[:-1]

@@ -14,6 +14,7 @@ from itertools import chain, islice
 from typing import TypeVar, overload
 
 from ingest.markup import strip_markup
+from ingest.text import COLONS
 from ingest.units import stem_text, unit_index_text, units_text_norm
 from kg import cues
 from kg.documents import EvidenceUnit, UnitKind
@@ -372,7 +373,7 @@ class UnitIndex:
         end, text = unit.end, unit.text
         following = self._next_unit(unit)
         introduces = (
-            unit.text.endswith((":", "："))
+            unit.text.endswith(COLONS)
             and following is not None
             and following.context == unit.text
             and following.start - unit.end < 200
@@ -423,7 +424,7 @@ class UnitIndex:
                 following is not None
                 and self._same_paragraph(unit, following)
                 and len(following.text) <= _WINDOW_CHARS
-                and not following.text.endswith((":", "："))
+                and not following.text.endswith(COLONS)
             ):
                 end, text = following.end, f"{text}{_space(following.text)}{following.text}"
                 ordered += preferred(self._own_edges(following))

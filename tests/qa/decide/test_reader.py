@@ -414,7 +414,6 @@ def test_a_line_that_names_the_graphs_first_pick_among_others_gives_it_without_a
 
 
 def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None:
-
     # a page about Kestrel (every line's subject) whose line speaks of Sorrel
     said = _unit(1, "Precision", "When using Sorrel on few GPUs, expect upcasting overheads.")
     said = said.model_copy(update={"subject": "engine:kestrel", "mentions": ["engine:sorrel"]})
@@ -440,7 +439,6 @@ def test_a_line_names_what_its_words_name_before_the_topic_of_its_page() -> None
 
 
 def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -> None:
-
     # a catalogue's row and a nested item's description: each describes its own thing (the
     # row's first cell, the item it is under) and names others beside it
     row = _unit(1, "Operators", "Harbo | A cluster scheduler, leaner than Kestrel. |")
@@ -482,7 +480,6 @@ def test_a_line_names_the_thing_it_describes_before_what_it_compares_it_with() -
 
 
 def test_a_line_names_the_name_it_opens_with_first() -> None:
-
     # a sentence that opens with a name says something of it; the names it gives after it
     # are what it says that of, whichever of them the graph picked
     line = _unit(1, "Sharding", "**Wisp Turbo** fuses Gorse and Kestrel into one plan.")
@@ -590,8 +587,9 @@ def test_a_sentence_that_announces_what_follows_is_no_line_to_give() -> None:
     assert verdict.evidence == [2] and verdict.pick == names[0]
     # a list item that ends with a colon heads the items under it: it is a line to give
     item = evidence[0].model_copy(update={"kind": "item", "text": "Across nodes:"})
+    headed = reading.model_copy(update={"evidence": [item, *evidence[1:]]})
     chat = _Lines(1)
-    Reader(chat, mode="line").read(reading.model_copy(update={"evidence": [item, *evidence[1:]]}))  # type: ignore[arg-type]
+    Reader(chat, mode="line").read(headed)  # type: ignore[arg-type]
     assert chat.sent[0][1] == {"type": "integer", "enum": [1, 2]}
 
 
@@ -676,7 +674,6 @@ def test_a_line_whose_text_names_nothing_leaves_the_pick_to_the_graph_not_its_ti
 def test_a_line_that_names_nothing_gives_the_alternative_its_section_is_titled() -> None:
     """ "Foo or Bar?" read from a line under the title "Foo" that names neither: Foo, whatever
     the graph proposed, without a second turn; with no alternatives asked, the graph's pick."""
-
     units = [
         _unit(1, "Foo", "Best for one request at a time, when a user waits on each result."),
         _unit(2, "Bar", "Best when many requests are in flight and only the total rate counts."),
