@@ -229,8 +229,21 @@ class LexicalIndex:
         order = top_k(scores, np.flatnonzero(scores > 0.0), k)
         return [(self.ids[i], float(scores[i])) for i in order]
 
-    def weighted_scores(self, weights: dict[str, float]) -> npt.NDArray[np.float32]:
-        """The BM25 score of every document (`ids` order) for weighted query tokens."""
+    def weighted_scores(
+        self,
+        weights: dict[str, float],
+        twice: Mapping[str, npt.NDArray[np.int64]] | None = None,
+    ) -> npt.NDArray[np.float32]:
+        """The BM25 score of every document (`ids` order) for weighted query tokens. `twice`
+        (a token: positions in `ids`, as `holding` gives them): the documents where that token
+        counts twice (a text that says a thing as the query says it: both deny it).
+
+        >>> index = LexicalIndex()
+        >>> index.build(["a", "b"], ["fast engine", "fast runtime"])
+        >>> scores = index.weighted_scores({"fast": 1.0}, {"fast": np.array([0])})
+        >>> bool(scores[0] == 2 * scores[1])
+        True
+        """
         scores = np.zeros(len(self.ids), dtype=np.float32)
         norm = self._length_norm()
         for term, weight in weights.items():
@@ -239,8 +252,25 @@ class LexicalIndex:
                 continue
             lo, hi = self._indptr[t], self._indptr[t + 1]
             docs, tf = self._doc_index[lo:hi], self._term_freq[lo:hi]
-            scores[docs] += weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
+            gained = weight * self._idf[t] * tf * (self.k1 + 1.0) / (tf + norm[docs])
+            stressed = twice.get(term) if twice else None
+            if stressed is not None:
+                gained = np.where(np.isin(docs, stressed), 2 * gained, gained)
+            scores[docs] += gained
         return scores
+
+    def holding(self, term: str) -> npt.NDArray[np.int64]:
+        """The positions (in `ids`) of the documents that hold a token.
+
+        >>> index = LexicalIndex()
+        >>> index.build(["a", "b"], ["fast engine", "runs on GPUs"])
+        >>> index.holding("gpus").tolist(), index.holding("slow").tolist()
+        ([1], [])
+        """
+        t = self._vocab.get(term)
+        if t is None:
+            return np.zeros(0, dtype=np.int64)
+        return self._doc_index[self._indptr[t] : self._indptr[t + 1]].astype(np.int64)
 
     def _length_norm(self) -> npt.NDArray[np.float32]:
         """BM25's length normalisation of every document, `k1 * (1 - b + b * len / avglen)`:

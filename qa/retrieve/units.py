@@ -5,7 +5,8 @@ A question is matched against every evidence unit three ways, fused by reciproca
 - **lexical**: BM25 over the unit, its table header, lead-in and section title, with English
   words reduced to a stem (`quantizing` ~ `quantization`) and the question widened by the lexicon:
   a thesaurus term adds its surfaces in the other language (浏览器 ~ browser), a named entity its
-  aliases (飞桨 ~ PaddlePaddle);
+  aliases (飞桨 ~ PaddlePaddle); a word the question denies ("no GPU", 无需训练) counts twice
+  in a unit that denies it too (`negated_terms`);
 - **dense**: the unit inherits the multilingual-embedding rank of the chunk that holds it;
 - **graph**: a unit about (or naming) an entity the question names ranks higher.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -28,12 +29,38 @@ from kg import cues
 from kg.documents import Chunk, EvidenceUnit, UnitKind
 from kg.lexicon import Lexicon
 
-__all__ = ["STOPWORDS", "RankedUnit", "UnitSearch", "bilingual_search"]
+__all__ = ["STOPWORDS", "RankedUnit", "UnitSearch", "bilingual_search", "negated_terms"]
 
 _RRF = 60.0
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 #: English function words and question words: they say nothing about which unit answers.
 STOPWORDS = frozenset(w for lang in cues.LANGUAGES for w in cues.words("words.stop", lang))
+
+
+def _cue_words(key: str) -> frozenset[str]:
+    """Every language's words of a cue, stemmed as the words they are compared with."""
+    return frozenset(stem_text(w).lower() for lang in cues.LANGUAGES for w in cues.words(key, lang))
+
+
+_NEGATORS = _cue_words("words.negators")
+_DENIES = _cue_words("words.denies")
+_WANTING = _cue_words("words.wanting")
+_NOT_NEGATING = _cue_words("words.not_negating")
+_UNCOUNTED = STOPWORDS | _WANTING
+_CLAUSE = re.compile(
+    r"[,.;:!?()\[\]|\n，。；：！？、（）]|\s[-–—]\s"
+    + "".join(
+        rf"|\b{w}\b" if w.isascii() else f"|{w}"
+        for lang in cues.LANGUAGES
+        for w in cues.words("words.clause_break", lang)
+    ),
+    re.I,
+)
+_NOT = re.compile(r"n['’]t\b", re.I)
+#: a negation between a word and itself: a question's either-or, no negation
+_EITHER_OR = re.compile(rf"(\w)(?:{cues.alternatives('words.either_or')})(?=\1)")
+#: how many words after a negation it reaches (function words not counted)
+_NEGATION_REACH = 3
 _KIND_PRIOR = {
     UnitKind.SENTENCE: 1.0,
     UnitKind.ITEM: 1.0,
@@ -49,23 +76,25 @@ def bilingual_search(
     k: int,
     own: str = "",
     keep: npt.NDArray[np.bool_] | None = None,
+    twice: Mapping[str, npt.NDArray[np.int64]] | None = None,
 ) -> list[tuple[str, float]]:
     """BM25 with the Chinese and the Latin query tokens scored apart, each scaled to its best hit,
     then added: a Chinese question's many Chinese words cannot drown what its English names and
     translated terms find in an English document (and the other way round). A script the
     question itself (`own`) does not use holds only translations: it counts a third. `keep` (a
     mask over the index's documents): of the `k` best, only those it marks, in order (a search
-    about a few entities sifts thousands of hits without making a pair of each)."""
+    about a few entities sifts thousands of hits without making a pair of each). `twice`: as
+    `LexicalIndex.weighted_scores`."""
     cjk = {t: w for t, w in weights.items() if _CJK.search(t)}
     latin = {t: w for t, w in weights.items() if not _CJK.search(t)}
     if not cjk or not latin:
-        if keep is None:
-            return index.search_weighted(weights, k)
         if not index.ids or k <= 0:
             return []
-        scores = index.weighted_scores(weights)  # as `search_weighted`, then sifted
+        scores = index.weighted_scores(weights, twice)  # as `search_weighted`, then sifted
         ranked = top_k(scores, np.flatnonzero(scores > 0.0), k)
-        return [(index.ids[i], float(scores[i])) for i in ranked[keep[ranked]].tolist()]
+        if keep is not None:
+            ranked = ranked[keep[ranked]]
+        return [(index.ids[i], float(scores[i])) for i in ranked.tolist()]
     has_cjk = bool(_CJK.search(own)) if own else True
     has_latin = bool(re.search(r"[A-Za-z]{2}", own)) if own else True
     if not index.ids or k <= 0:
@@ -75,7 +104,7 @@ def bilingual_search(
     combined = np.zeros(len(index.ids), dtype=np.float64)
     found = np.zeros(len(index.ids), dtype=bool)
     for part, present in ((cjk, has_cjk), (latin, has_latin)):
-        scores = index.weighted_scores(part)
+        scores = index.weighted_scores(part, twice)
         hits = top_k(scores, np.flatnonzero(scores > 0.0), 3 * k)
         if not len(hits):
             continue
@@ -114,6 +143,41 @@ def _chunks_of(units: Sequence[EvidenceUnit], chunks: Sequence[Chunk]) -> dict[s
                 found[unit.id] = chunk.id
                 break
     return found
+
+
+def negated_terms(
+    text: str, tokenize: Callable[[str], list[str]], denying: bool = False
+) -> frozenset[str]:
+    """The words a text negates: the first few words (function words left out) after a
+    negation ("not", "without", "n't", 不, 无), up to the end of its clause, as `tokenize`
+    makes them of the stemmed text. `denying`: only what it says it has not or does not want
+    ("no spare GPU", "don't need a server", 无需训练, 不希望改动), not what it says does
+    not happen ("it won't start on Windows").
+
+    >>> def tokenize(text: str) -> list[str]:
+    ...     return text.lower().split()
+    >>> sorted(negated_terms("We have no spare GPU, and want speed", tokenize))
+    ['gpu', 'spare']
+    >>> sorted(negated_terms("It doesn't need retraining but it is not only fast", tokenize))
+    ['retrain']
+    >>> sorted(negated_terms("It will not start on a laptop", tokenize))
+    ['laptop', 'start']
+    >>> sorted(negated_terms("It will not start on a laptop", tokenize, denying=True))
+    []
+    """
+    text = _EITHER_OR.sub("", _NOT.sub(" not", text))
+    denied: set[str] = set()
+    for clause in _CLAUSE.split(text):
+        reach = 0
+        tokens = tokenize(stem_text(clause))
+        for token, after in itertools.zip_longest(tokens, tokens[1:]):
+            if token in _NEGATORS:
+                opens = not denying or token in _DENIES or after in _WANTING
+                reach = _NEGATION_REACH if opens and after not in _NOT_NEGATING else 0
+            elif reach and token not in _UNCOUNTED and not (len(token) < 2 and token.isascii()):
+                denied.add(token)
+                reach -= 1
+    return frozenset(denied)
 
 
 class RankedUnit:
@@ -160,6 +224,8 @@ class UnitSearch:
         self.tokenize = lexical.tokenizer.tokenize
         # thread-safe; its dicts are copied out (`query_weights`)
         self._query_weights = lru_cache(maxsize=256)(self._weigh_query)
+        self._denied_with = lru_cache(maxsize=256)(self._find_denied_with)
+        self._denies = lru_cache(maxsize=None)(self._unit_denies)
         self.by_subject: dict[str, list[EvidenceUnit]] = {}
         self.by_mention: dict[str, list[EvidenceUnit]] = {}
         for unit in self.units:
@@ -215,7 +281,12 @@ class UnitSearch:
         keep = np.zeros(len(self.lexical.ids), dtype=bool)
         keep[self._document_positions.get(doc, [])] = True
         hits = bilingual_search(
-            self.lexical, self.query_weights(question), 4000, own=question, keep=keep
+            self.lexical,
+            self.query_weights(question),
+            4000,
+            own=question,
+            keep=keep,
+            twice=self._denied_with(question),
         )
         found = [self.by_id[uid] for uid, _ in hits if uid in self.by_id]
         usable = [u for u in found if u.kind != UnitKind.HEADING]
@@ -255,6 +326,24 @@ class UnitSearch:
                 add(surface, 0.5 if bool(_CJK.search(surface)) != chinese else 0.35)
         return weights
 
+    def _unit_denies(self, uid: str) -> frozenset[str]:
+        return negated_terms(self.by_id[uid].text, self.tokenize)
+
+    def _find_denied_with(self, question: str) -> dict[str, npt.NDArray[np.int64]]:
+        """For each word the question denies ("no spare GPU"), the units (their positions in
+        the lexical index) that deny it too: there the word matches in sense as well as in
+        form, and counts twice (`LexicalIndex.weighted_scores`)."""
+        found = {}
+        for term in negated_terms(question, self.tokenize, denying=True):
+            at = self.lexical.holding(term)
+            ids = self.lexical.ids
+            denying = [
+                i for i in at.tolist() if ids[i] in self.by_id and term in self._denies(ids[i])
+            ]
+            if denying:
+                found[term] = np.array(denying, dtype=np.int64)
+        return found
+
     def profile_search(
         self, weights: dict[str, float], k: int = 10, own: str = ""
     ) -> list[tuple[str, float]]:
@@ -279,11 +368,20 @@ class UnitSearch:
         """
         query = self.query_weights(question, entity_names)
         if about is None:
-            lexical_hits = bilingual_search(self.lexical, query, 4 * k, own=question)
+            lexical_hits = bilingual_search(
+                self.lexical, query, 4 * k, own=question, twice=self._denied_with(question)
+            )
         else:
             # of the 4000 best, the first ones about `about`
             keep = self.about_mask(about)
-            lexical_hits = bilingual_search(self.lexical, query, 4000, own=question, keep=keep)
+            lexical_hits = bilingual_search(
+                self.lexical,
+                query,
+                4000,
+                own=question,
+                keep=keep,
+                twice=self._denied_with(question),
+            )
             lexical_hits = lexical_hits[: 4 * k]
         top_lexical = lexical_hits[0][1] if lexical_hits else 1.0
         lexical = {uid: score / top_lexical for uid, score in lexical_hits}
