@@ -413,6 +413,26 @@ def _names(point: DraftPoint, candidate: Candidate) -> bool:
     return names_in(candidate.name, seen)  # as a word of what a reader sees, as a line names it
 
 
+def _titled(point: DraftPoint, unit: EvidenceUnit, pick: Candidate) -> DraftPoint:
+    """A point as the reason for a pick that only a title above its own section names (a
+    line under "When to use" in the section "Weight quantization"): shown under that title,
+    the section it is in that names the pick, so that what names it is on screen.
+
+    >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="item", text="No data.",
+    ...     heading_path=("Guide", "Weight quantization", "When to use"))
+    >>> point = DraftPoint(doc="d", start=0, end=9, quote="No data.", text="No data.",
+    ...     heading="When to use")
+    >>> _titled(point, u, Candidate(name="Weight quantization")).heading
+    'Weight quantization'
+    >>> _titled(point, u, Candidate(name="Pruning")).heading
+    'When to use'
+    """
+    if _names(point, pick):
+        return point
+    title = next((t for t in reversed(unit.heading_path[:-1]) if names_in(pick.name, t)), None)
+    return point if title is None else point.model_copy(update={"heading": title})
+
+
 def _reasons(points: list[DraftPoint], pick: Candidate, limit: int) -> list[DraftPoint]:
     """The first `limit` points that speak of a pick and, for a pick the graph knows, one citing
     an edge of it among them: that edge is what verifies the pick (the verifier drops a
@@ -651,7 +671,7 @@ def draft_from_verdict(
         elif drafted is not None and drafted.points:
             recommendations.append(drafted)
         else:
-            points = [point(u, pick.entity) for u in [*cited, *rest]]
+            points = [_titled(point(u, pick.entity), u, pick) for u in [*cited, *rest]]
             backing = _reasons([p for p in points if _names(p, pick)], pick, max_reasons)
             if backing:
                 recommendations.append(
