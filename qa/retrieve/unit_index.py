@@ -541,7 +541,9 @@ class UnitIndex:
     def section_window(self, unit: EvidenceUnit, width: int = 2) -> list[EvidenceUnit]:
         """The units around `unit` in its document, at most `width` either side, that lie in
         its section (the same heading path) and say something (no headings), nearest first,
-        the one after before the one before."""
+        the one after before the one before; first of all the section's note, where a quote
+        block opens the section ("> Deprecated since 2.0", "> **Note**: …"): what it
+        says holds for every unit under it, however far."""
         units = self._doc_units.get(unit.doc, [])
         index = self._unit_index.get(unit.id)
         if index is None:
@@ -553,7 +555,24 @@ class UnitIndex:
                     other = units[at]
                     if other.heading_path == unit.heading_path and other.kind != UnitKind.HEADING:
                         found.append(other)
+        note = self._section_note(units, index)
+        if note is not None and note is not unit:
+            found = [note, *(u for u in found if u is not note)]
         return found
+
+    def _section_note(self, units: list[EvidenceUnit], index: int) -> EvidenceUnit | None:
+        """The note that opens the section of `units[index]`: its first unit that says
+        something, where that lies in a quote block (its line starts with ">")."""
+        path = units[index].heading_path
+        first = index
+        while first > 0 and units[first - 1].heading_path == path:
+            first -= 1
+        head = next((u for u in units[first : index + 1] if u.kind != UnitKind.HEADING), None)
+        if head is None:
+            return None
+        text = self.documents.get(head.doc, "")
+        line = text[text.rfind("\n", 0, head.start) + 1 : head.start]
+        return head if line.lstrip().startswith(">") else None
 
     def _next_unit(self, unit: EvidenceUnit) -> EvidenceUnit | None:
         units = self._doc_units.get(unit.doc, [])

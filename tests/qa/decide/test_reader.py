@@ -807,12 +807,17 @@ def test_the_cited_lines_neighbours_in_its_section_follow_it() -> None:
 
 def test_a_units_window_is_its_section_nearest_first(assistant: Assistant) -> None:  # noqa: F811
     # every unit's window lies in its own section and document, within the width, nearest
-    # first, the next before the previous; no heading, never the unit itself
+    # first, the next before the previous; no heading, never the unit itself (after the
+    # section's note, where a quote block opens the section)
     units = assistant.units.units
     position = {u.id: i for i, u in enumerate(units)}
     checked = 0
     for unit in units:
         window = assistant.evidence.section_window(unit, 2)
+        text = assistant.documents[unit.doc]
+        opening = text[text.rfind("\n", 0, window[0].start) + 1 :] if window else ""
+        if opening.lstrip().startswith(">"):
+            window = window[1:]  # the section's note, first wherever it lies
         steps = [position[w.id] - position[unit.id] for w in window]
         assert all(w.doc == unit.doc and w.heading_path == unit.heading_path for w in window)
         assert all(w.kind != "heading" and w.id != unit.id for w in window)
@@ -820,6 +825,39 @@ def test_a_units_window_is_its_section_nearest_first(assistant: Assistant) -> No
         assert steps == sorted(steps, key=lambda s: (abs(s), s < 0))
         checked += len(window)
     assert checked > len(units)
+
+
+NOTED_PAGE = """# Packing with Tern
+
+## Tern
+
+> Tern is no longer maintained. Pack new models with Wren.
+
+Tern packs the weights of a model in 2 bits. Tern reads a few hundred samples first. Tern
+writes the scales beside the weights. Tern checks every layer once. Tern saves the result in
+one file.
+
+## Wren
+
+Wren packs the weights of a model in 4 bits.
+"""
+
+
+def test_a_note_that_opens_a_section_is_around_every_unit_of_it_first(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    store = article_store(tmp_path_factory, {"tern-packing.md": NOTED_PAGE})
+    noted = Assistant.open(store, dense=False, llm="none")
+    units = [u for u in noted.units.units if u.kind != "heading"]
+    last = next(u for u in units if u.text.startswith("Tern saves"))
+    window = noted.evidence.section_window(last, 2)
+    assert window[0].text.startswith("Tern is no longer maintained"), [w.text for w in window]
+    assert [w.text[:10] for w in window[1:]] == ["Tern check", "Tern write"]
+    # a section that no quote block opens has no note; the note has none of its own
+    wren = next(u for u in units if u.text.startswith("Wren packs"))
+    assert noted.evidence.section_window(wren, 2) == []
+    note = window[0]
+    assert all(w.id != note.id for w in noted.evidence.section_window(note, 2))
 
 
 # -- a question that asks which setting -----------------------------------------------------------
