@@ -116,7 +116,7 @@ _MARKUP_SIGNS = re.compile(
     r"(?m)^\s*(?:```|~~~)"  # a code fence
     r"|\]\((?:https?://|#|\.{0,2}/)"  # a link or an image
     r"|<(?:a|img|div|p|br|table|details|picture|h[1-6])\b"  # HTML
-    r"|^\s*>\s*\[!\w+\]",  # a GitHub alert
+    r"|^\s*>\s*\\?\[!\w+\\?\]",  # a GitHub alert, its brackets escaped or not
     re.I,
 )
 

@@ -37,7 +37,7 @@ _CJK = r"\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
 _TOKEN = re.compile(
     r"(?P<comment><!--.*?(?:-->|\Z))"
     r"|(?P<quote>^[ \t]*(?:>[ \t]?)+)"
-    r"|(?P<alert>\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\])"
+    r"|(?P<alert>\\?\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\\?\])"
     r"|(?P<titled>:(?:ref|doc|term):`(?P<xtext>[^`<\n]{1,500}?)\s*<[^`<>\n]{1,1000}>`)"
     r"|(?P<xref>:(?:numref|eqref|ref|label|doc|cite[tp]?):`[^`\n]{0,200}`)"
     r"|(?P<shortcode>(?<![\w:]):(?=[a-z0-9_+\-]*[a-z+\-])[a-z0-9+\-][a-z0-9_+\-]{1,30}:(?![\w:]))"

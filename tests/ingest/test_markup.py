@@ -104,6 +104,8 @@ def _clean(source: str) -> str:
         ("> > nested quote", "nested quote"),
         ("> [!NOTE]\n> Useful information.", "Useful information."),
         ("> [!WARNING]\n> Mind the gap.", "Mind the gap."),
+        # an alert a formatter wrote with its brackets escaped
+        (r"> \[!TIP\]" "\n> Mind the gap.", "Mind the gap."),
         # emoji shortcodes, not times
         ("Fast :rocket: and :white_check_mark: at 10:30:00", "Fast and at 10:30:00"),
         # reStructuredText's links read as their text; a cross-reference's target is no text,
