@@ -415,15 +415,15 @@ def _names(point: DraftPoint, candidate: Candidate) -> bool:
 
 def _titled(point: DraftPoint, unit: EvidenceUnit, pick: Candidate) -> DraftPoint:
     """A point as the reason for a pick that only a title above its own section names (a
-    line under "When to use" in the section "Weight quantization"): shown under that title,
+    line under "When to use" in the section "Graph folding"): shown under that title,
     the section it is in that names the pick, so that what names it is on screen.
 
     >>> u = EvidenceUnit(id="d#0-9", doc="d", start=0, end=9, kind="item", text="No data.",
-    ...     heading_path=("Guide", "Weight quantization", "When to use"))
+    ...     heading_path=("Guide", "Graph folding", "When to use"))
     >>> point = DraftPoint(doc="d", start=0, end=9, quote="No data.", text="No data.",
     ...     heading="When to use")
-    >>> _titled(point, u, Candidate(name="Weight quantization")).heading
-    'Weight quantization'
+    >>> _titled(point, u, Candidate(name="Graph folding")).heading
+    'Graph folding'
     >>> _titled(point, u, Candidate(name="Pruning")).heading
     'When to use'
     """

@@ -5,7 +5,7 @@ A question is matched against every evidence unit three ways, fused by reciproca
 - **lexical**: BM25 over the unit, its table header, lead-in and section title, with English
   words reduced to a stem (`quantizing` ~ `quantization`) and the question widened by the lexicon:
   a thesaurus term adds its surfaces in the other language (浏览器 ~ browser), a named entity its
-  aliases (飞桨 ~ PaddlePaddle); a word the question denies ("no GPU", 无需训练) counts twice
+  aliases (飞桨 ~ PaddlePaddle); a word the question denies ("no GPU", 无需联网) counts twice
   in a unit that denies it too (`negated_terms`);
 - **dense**: the unit inherits the multilingual-embedding rank of the chunk that holds it;
 - **graph**: a unit about (or naming) an entity the question names ranks higher.
@@ -151,8 +151,8 @@ def negated_terms(
     """The words a text negates: the first few words (function words left out) after a
     negation ("not", "without", "n't", 不, 无), up to the end of its clause, as `tokenize`
     makes them of the stemmed text. `denying`: only what it says it has not or does not want
-    ("no spare GPU", "don't need a server", 无需训练, 不希望改动), not what it says does
-    not happen ("it won't start on Windows").
+    ("no spare GPU", "don't need a server", 无需联网, 不希望改动), not what it says does
+    not happen ("it won't boot on a Pi").
 
     >>> def tokenize(text: str) -> list[str]:
     ...     return text.lower().split()
@@ -160,9 +160,9 @@ def negated_terms(
     ['gpu', 'spare']
     >>> sorted(negated_terms("It doesn't need retraining but it is not only fast", tokenize))
     ['retrain']
-    >>> sorted(negated_terms("It will not start on a laptop", tokenize))
-    ['laptop', 'start']
-    >>> sorted(negated_terms("It will not start on a laptop", tokenize, denying=True))
+    >>> sorted(negated_terms("It will not boot on a Pi", tokenize))
+    ['boot', 'pi']
+    >>> sorted(negated_terms("It will not boot on a Pi", tokenize, denying=True))
     []
     """
     text = _EITHER_OR.sub("", _NOT.sub(" not", text))
